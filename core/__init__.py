@@ -1,0 +1,16 @@
+"""Chunkwise engine: CD-LM decoding on llama.cpp with a personal chunk store.
+
+The few names a caller needs::
+
+    from core import Engine, GenerationRequest, ChunkStore, ChunkwiseError
+"""
+from .decoding import Piece, Stats
+from .engine import Completion, Engine, GenerationRequest, Span
+from .errors import ChunkwiseError, ImportFormatError, ModelError, StoreError
+from .paths import bundled_model_path, default_db_path
+from .store import ChunkStore
+
+__all__ = [
+    "ChunkStore", "ChunkwiseError", "Completion", "Engine", "GenerationRequest", "ImportFormatError",
+    "ModelError", "Piece", "Span", "Stats", "StoreError", "bundled_model_path", "default_db_path",
+]

@@ -1,0 +1,246 @@
+"""The decode loop: a short story in named steps.
+
+    prefill   the prompt goes into the KV cache (only tokens not cached yet)
+    propose   does a stored chunk start here?  (matching.ChunkMatcher)
+    accept    greedy: q >= 0.5; or z ~ Bernoulli(q)
+    decode    the chunk's tokens in one batched llama_decode -- or --
+    sample    one token from the logits, then decode it
+    emit      text pieces tagged with where they came from
+
+Every step ends in exactly one ``llama_decode`` (a forward pass), whether it
+adds one token or a whole chunk; the state it returns (logits, hidden) is
+what the next step proposes and samples from.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from .encoding import LOCAL_WINDOW, Encoder
+from .llama_runtime import LlamaRuntime
+from .matching import ChunkMatcher, Proposal
+from .sampling import Sampler, StopMatcher, Utf8Stream
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A piece of generated text and where it came from.
+
+    ``source`` is ``"model"`` for sampled tokens, ``"chunk"`` for an inserted
+    chunk (then ``chunk_id``, ``kind``, ``label`` and ``similarity`` say which
+    and how well it matched).
+    """
+
+    text: str
+    source: str = "model"
+    chunk_id: int | None = None
+    kind: str | None = None
+    label: str | None = None
+    similarity: float | None = None
+
+
+@dataclass
+class Stats:
+    tokens: int = 0            # generated tokens, chunk tokens included
+    forward_passes: int = 0    # llama_decode calls while generating (one batch = one pass)
+    chunk_tokens: int = 0      # tokens that came from chunks
+    chunks: int = 0            # chunks inserted
+    seconds: float = 0.0       # wall time of the whole request, prefill included
+    prompt_tokens: int = 0
+    prompt_reused: int = 0     # prompt tokens found in the KV cache already
+    prefill_seconds: float = 0.0
+    truncated_tokens: int = 0  # prompt tokens dropped from the left to fit the window
+    stop_reason: str = ""      # "length", "eos", "stop", "cancelled"
+
+    @property
+    def passes_saved(self) -> int:
+        return self.tokens - self.forward_passes
+
+    def as_dict(self) -> dict:
+        return {"tokens": self.tokens, "forward_passes": self.forward_passes,
+                "chunk_tokens": self.chunk_tokens, "chunks": self.chunks,
+                "seconds": round(self.seconds, 4), "prompt_tokens": self.prompt_tokens,
+                "prompt_reused": self.prompt_reused, "truncated_tokens": self.truncated_tokens,
+                "stop_reason": self.stop_reason}
+
+
+@dataclass
+class DecodeSettings:
+    max_tokens: int = 64
+    sampler: Sampler = field(default_factory=Sampler)
+    stop: Sequence[str] = ()
+    use_chunks: bool = True
+    sample_acceptance: bool = False   # z ~ Bernoulli(q) instead of q >= 0.5
+
+
+@dataclass
+class _State:
+    """The model's outputs after the newest token: logits (V,), hidden (d,), local (d,)."""
+
+    logits: np.ndarray
+    hidden: np.ndarray
+    local: np.ndarray
+
+
+class Decoder:
+    """Runs one generation over a runtime; iterate it for :class:`Piece` events."""
+
+    def __init__(self, rt: LlamaRuntime, matcher: ChunkMatcher | None, settings: DecodeSettings,
+                 cancelled: Callable[[], bool] | None = None):
+        self.rt = rt
+        self.matcher = matcher if settings.use_chunks else None
+        self.s = settings
+        self.cancelled = cancelled or (lambda: False)
+        self.stats = Stats()
+        self._utf8 = Utf8Stream()
+        self._stops = _AttributedStops(settings.stop)
+        self._recent_hidden: list[np.ndarray] = []
+        self._used_chunks: set[int] = set()
+        self._text = ""           # prompt tail + generated text, for matching's words
+        self._encoder = Encoder(rt)
+
+    # ------------------------------------------------------------ the story
+
+    def run(self, prompt_tokens: Sequence[int], prompt_text: str = "") -> Iterator[Piece]:
+        start = time.perf_counter()
+        self._text = prompt_text[-2000:]
+        state = self.prefill(prompt_tokens)
+        self.stats.prefill_seconds = time.perf_counter() - start
+        reason = "length"
+        while self.stats.tokens < self.s.max_tokens:
+            if self.cancelled():
+                reason = "cancelled"
+                break
+            proposal = self.propose(state)
+            if proposal is not None and self.accept(proposal):
+                tokens, piece = self.insert(proposal)
+            else:
+                token = self.sample(state)
+                if self.rt.is_eog(token):
+                    reason = "eos"
+                    break
+                tokens, piece = [token], self.piece_for([token])
+            pieces, stopped = self._stops.feed(piece)
+            yield from pieces
+            if stopped:
+                reason = "stop"
+                break
+            if self.stats.tokens >= self.s.max_tokens:
+                break
+            state = self.decode_step(tokens)
+        yield from self._flush()
+        self.stats.stop_reason = reason
+        self.stats.seconds = time.perf_counter() - start
+
+    # ------------------------------------------------------------ the steps
+
+    def prefill(self, tokens: Sequence[int]) -> _State:
+        """Bring the KV cache to *tokens*, evaluating only what is not cached."""
+        self.stats.prompt_tokens = len(tokens)
+        self.stats.prompt_reused = min(self.rt.common_prefix(tokens), len(tokens) - 1)
+        window = min(LOCAL_WINDOW, len(tokens))
+        out = self.rt.sync(tokens, last=window)        # logits (w, V), hidden (w, d)
+        self._recent_hidden = list(out.hidden)
+        return self._state(out.logits[-1])
+
+    def propose(self, state: _State) -> Proposal | None:
+        if self.matcher is None or len(self.matcher) == 0:
+            return None
+        return self.matcher.propose(state.hidden, state.local, self._text, exclude=self._used_chunks)
+
+    def accept(self, proposal: Proposal) -> bool:
+        if self.s.sample_acceptance:
+            return self.s.sampler.bernoulli(proposal.q)
+        return proposal.q >= 0.5
+
+    def insert(self, proposal: Proposal) -> tuple[list[int], Piece]:
+        """Take the chunk: its tokens as they continue the text written so far."""
+        tokens = self._continuation_tokens(proposal)
+        self._used_chunks.add(proposal.chunk_id)
+        self.stats.chunks += 1
+        self.stats.chunk_tokens += len(tokens)
+        self.stats.tokens += len(tokens)
+        text = self._utf8.feed(b"".join(self.rt.piece(t) for t in tokens))
+        self._text += text
+        return tokens, Piece(text, "chunk", proposal.chunk_id, proposal.kind, proposal.label,
+                             round(proposal.similarity, 4))
+
+    def sample(self, state: _State) -> int:
+        return self.s.sampler.sample(state.logits)
+
+    def piece_for(self, tokens: list[int]) -> Piece:
+        self.stats.tokens += len(tokens)
+        text = self._utf8.feed(b"".join(self.rt.piece(t) for t in tokens))
+        self._text += text
+        return Piece(text)
+
+    def decode_step(self, tokens: list[int]) -> _State:
+        """One llama_decode of the new tokens; outputs for the last few of them."""
+        want = range(max(0, len(tokens) - LOCAL_WINDOW), len(tokens))
+        out = self.rt.eval(tokens, outputs=want)       # logits (w, V), hidden (w, d)
+        self.stats.forward_passes += 1
+        self._recent_hidden = (self._recent_hidden + list(out.hidden))[-LOCAL_WINDOW:]
+        return self._state(out.logits[-1])
+
+    # ------------------------------------------------------------ helpers
+
+    def _state(self, logits: np.ndarray) -> _State:
+        hidden = self._recent_hidden[-1]
+        return _State(logits, hidden, np.mean(self._recent_hidden, axis=0))
+
+    def _continuation_tokens(self, proposal: Proposal) -> list[int]:
+        """Tokenize the chunk after the actual text, so BPE joins it as it would here."""
+        tail = self._text[-200:]
+        if tail:
+            head_tokens, chunk_tokens = self._encoder.split(tail, proposal.text)
+            # Only usable when the tail's own tokens are not re-merged with the chunk.
+            tail_tokens = self.rt.tokenize(tail.rstrip(" \t"))
+            if head_tokens == tail_tokens and chunk_tokens:
+                return list(chunk_tokens)
+        return list(proposal.tokens)
+
+    def _flush(self) -> Iterator[Piece]:
+        tail = self._utf8.flush()
+        pieces, _ = self._stops.feed(Piece(tail)) if tail else ([], False)
+        yield from pieces
+        yield from self._stops.flush()
+
+
+class _AttributedStops:
+    """Stop sequences over streamed pieces, keeping each piece's source."""
+
+    def __init__(self, stops: Sequence[str]):
+        self.matcher = StopMatcher(list(stops))
+        self.held: list[Piece] = []
+
+    def feed(self, piece: Piece) -> tuple[list[Piece], bool]:
+        if not self.matcher.stops:
+            return ([piece] if piece.text else []), False
+        self.held.append(piece)
+        safe, stopped = self.matcher.feed(piece.text)
+        # The matcher returns the safe prefix of (held + new); split pieces to that length.
+        n_safe = len(safe)
+        out, used = [], 0
+        remaining = []
+        for p in self.held:
+            take = max(0, min(len(p.text), n_safe - used))
+            if take:
+                out.append(_with_text(p, p.text[:take]))
+            if take < len(p.text) and not stopped:
+                remaining.append(_with_text(p, p.text[take:]))
+            used += len(p.text)
+        self.held = remaining
+        return out, stopped
+
+    def flush(self) -> list[Piece]:
+        out = [p for p in self.held if p.text]
+        self.held = []
+        self.matcher.flush()
+        return out
+
+
+def _with_text(p: Piece, text: str) -> Piece:
+    return Piece(text, p.source, p.chunk_id, p.kind, p.label, p.similarity)

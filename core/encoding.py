@@ -1,0 +1,155 @@
+"""Turning chunks and their contexts into what matching needs, for one model.
+
+For each (context, chunk) pair (paper section 4.1):
+
+* the chunk is tokenized as a continuation of its context, so BPE
+  boundaries come out as they will in generated text;
+* the *entry token* is the context's last token;
+* the *context vector* is the model's final hidden state after the entry
+  token (the state that predicts the chunk's first token), and the *local
+  vector* the mean of the states over the context's last few tokens.
+
+The raw hidden states of a 135M model are strongly anisotropic: every
+state shares a few large directions, so unrelated texts score cosine 0.7-0.9
+(measured: docs/matching.md).  :class:`ModelStats` whitens them with the
+mean and shrunk covariance of the model's states over ordinary email text
+(``core/data/background_emails.txt``), computed once per model and kept in
+the store.
+
+>>> join_context("Call me at", "(555) 123-4567")
+'Call me at (555) 123-4567'
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .llama_runtime import LlamaRuntime
+from .store import Encoding, PendingEncoding
+
+LOCAL_WINDOW = 3          # states averaged into the local vector
+SHRINKAGE = 0.05          # covariance shrinkage toward a scaled identity
+MAX_BACKGROUND = 4000     # background positions kept for calibration
+BACKGROUND_FILE = Path(__file__).resolve().parent / "data" / "background_emails.txt"
+STATS_VERSION = 1
+_NO_SPACE_BEFORE = set(",.;:!?)]}'\"")
+
+
+def join_context(context: str, chunk: str) -> str:
+    """The text a chunk would continue: context, one space unless punctuation, chunk."""
+    ctx = context.rstrip(" \t")
+    if not ctx or ctx.endswith("\n") or chunk[:1].isspace() or chunk[:1] in _NO_SPACE_BEFORE:
+        return ctx + chunk
+    return ctx + " " + chunk
+
+
+def normalize_rows(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.maximum(norms, 1e-12)
+
+
+@dataclass
+class ModelStats:
+    """Whitening of a model's hidden states, from ordinary text.
+
+    ``mean`` (d,), ``whitener`` (d, d); ``background`` (n, d): whitened,
+    unit-norm context vectors of ordinary text positions, the reference for
+    calibration (how similar does text that wants no chunk look?).
+    """
+
+    mean: np.ndarray
+    whitener: np.ndarray
+    background: np.ndarray
+
+    def transform(self, vectors: np.ndarray) -> np.ndarray:
+        """Whitened, unit-norm rows: (n, d) -> (n, d) float32."""
+        x = (np.atleast_2d(vectors).astype(np.float32) - self.mean) @ self.whitener
+        return normalize_rows(x).astype(np.float32)
+
+    @staticmethod
+    def source_id() -> str:
+        data = BACKGROUND_FILE.read_bytes() if BACKGROUND_FILE.exists() else b""
+        return f"v{STATS_VERSION}:{LOCAL_WINDOW}:{SHRINKAGE}:{hashlib.sha1(data).hexdigest()[:12]}"
+
+    @classmethod
+    def compute(cls, rt: LlamaRuntime, progress: Callable[[int, int], None] | None = None) -> "ModelStats":
+        """Run the model over the background text (a few seconds for a small model)."""
+        text = BACKGROUND_FILE.read_text(encoding="utf-8")
+        paragraphs = [p for p in text.split("\n\n") if p.strip()]
+        rows = []
+        for i, para in enumerate(paragraphs):
+            toks = rt.tokenize(para)[: min(rt.n_ctx, 512)]
+            if len(toks) < 4:
+                continue
+            rt.reset()
+            out = rt.eval(toks, outputs=range(2, len(toks)))
+            rows.append(out.hidden)
+            if progress:
+                progress(i + 1, len(paragraphs))
+        rt.reset()
+        states = np.vstack(rows).astype(np.float64)
+        mean = states.mean(axis=0)
+        cov = np.cov((states - mean).T)
+        dim = cov.shape[0]
+        cov = (1 - SHRINKAGE) * cov + SHRINKAGE * np.eye(dim) * np.trace(cov) / dim
+        eigval, eigvec = np.linalg.eigh(cov)
+        whitener = (eigvec * np.maximum(eigval, 1e-12) ** -0.5) @ eigvec.T
+        stats = cls(mean.astype(np.float32), whitener.astype(np.float32), np.empty((0, dim), np.float32))
+        rng = np.random.default_rng(0)
+        pick = rng.permutation(len(states))[:MAX_BACKGROUND]
+        stats.background = stats.transform(states[pick])
+        return stats
+
+
+class Encoder:
+    """Computes :class:`Encoding` rows for pending (context, chunk) pairs."""
+
+    def __init__(self, rt: LlamaRuntime):
+        self.rt = rt
+
+    def split(self, context: str, chunk: str) -> tuple[list[int], list[int]]:
+        """(context tokens with BOS, chunk tokens as they continue that context)."""
+        ctx = context.rstrip(" \t")
+        ctx_tokens = self.rt.tokenize(ctx)
+        full = self.rt.tokenize(join_context(context, chunk))
+        n = 0
+        while n < min(len(ctx_tokens), len(full)) and ctx_tokens[n] == full[n]:
+            n += 1
+        n = max(n, 1)
+        if n < len(ctx_tokens):
+            # BPE merged across the boundary: the entry point moves back to the
+            # last token both tokenizations share.
+            ctx_tokens = full[:n]
+        chunk_tokens = full[n:]
+        if not chunk_tokens:
+            chunk_tokens = self.rt.tokenize(chunk, add_special=False)
+        return ctx_tokens, chunk_tokens
+
+    def encode(self, pending: PendingEncoding) -> Encoding:
+        ctx_tokens, chunk_tokens = self.split(pending.context, pending.chunk)
+        window = min(LOCAL_WINDOW, max(1, len(ctx_tokens) - 1))
+        out = self.rt.sync(ctx_tokens, last=window)
+        return Encoding(
+            context_id=pending.context_id,
+            entry_token=ctx_tokens[-1],
+            chunk_tokens=tuple(chunk_tokens),
+            vector=out.hidden[-1],
+            vector_local=out.hidden.mean(axis=0),
+            source_hash=pending.source_hash,
+        )
+
+    def encode_many(self, pending: Sequence[PendingEncoding],
+                    progress: Callable[[int, int], None] | None = None,
+                    cancelled: Callable[[], bool] | None = None) -> list[Encoding]:
+        out = []
+        for i, p in enumerate(pending):
+            if cancelled and cancelled():
+                break
+            out.append(self.encode(p))
+            if progress:
+                progress(i + 1, len(pending))
+        return out

@@ -1,0 +1,252 @@
+"""The engine's front door: a model, a chunk store, and generation over both.
+
+>>> from core import Engine, GenerationRequest          # doctest: +SKIP
+>>> engine = Engine(db_path="/tmp/chunks.db")           # bundled model
+>>> engine.store.add_chunk("(555) 123-4567", kind="pii", label="phone",
+...                        contexts=["You can call me at"])
+>>> engine.refresh()                                     # encode new contexts
+>>> out = engine.generate(GenerationRequest("Any questions? Just call me at"))
+>>> out.spans[0].kind
+'pii'
+
+One engine belongs to one thread at a time (the editor's model worker, the
+command line, a test); it never imports Qt.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from .decoding import Decoder, DecodeSettings, Piece, Stats
+from .encoding import Encoder, ModelStats
+from .errors import ChunkwiseError
+from .llama_runtime import LlamaRuntime
+from .matching import DEFAULT_THRESHOLD, ChunkMatcher
+from .paths import resolve_model_path
+from .sampling import Sampler
+from .store import ChunkStore
+
+MODES = ("complete", "chat")
+ENCODE_BATCH = 64
+_stats_cache: dict[str, ModelStats] = {}
+_stats_lock = threading.Lock()
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class GenerationRequest:
+    """What to generate.
+
+    ``mode``: ``"complete"`` continues *prompt* as plain text, tokenized as
+    llama-cpp-python's ``create_completion`` does; ``"chat"`` treats it as an
+    instruction through the model's chat template (with ``system`` if given).
+    """
+
+    prompt: str
+    mode: str = "complete"
+    max_tokens: int = 64
+    temperature: float = 0.0
+    top_p: float = 0.95
+    top_k: int = 40
+    seed: int | None = None
+    stop: Sequence[str] = ()
+    use_chunks: bool = True
+    sample_acceptance: bool = False
+    system: str | None = None
+
+
+@dataclass(frozen=True)
+class Span:
+    """Character range of *text* that came from a chunk."""
+
+    start: int
+    end: int
+    chunk_id: int
+    kind: str
+    similarity: float
+    label: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"start": self.start, "end": self.end, "chunk_id": self.chunk_id, "kind": self.kind,
+                "similarity": self.similarity, "label": self.label}
+
+
+@dataclass
+class Completion:
+    text: str
+    spans: list[Span]
+    stats: Stats
+    notices: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"text": self.text, "spans": [s.as_dict() for s in self.spans],
+                "stats": self.stats.as_dict(), "notices": self.notices}
+
+
+class Generation:
+    """A running generation: iterate for pieces; ``completion()`` when done."""
+
+    def __init__(self, decoder: Decoder, tokens: list[int], prompt_text: str, notices: list[str]):
+        self._decoder = decoder
+        self._iter = decoder.run(tokens, prompt_text)
+        self.notices = notices
+        self.pieces: list[Piece] = []
+
+    def __iter__(self) -> Iterator[Piece]:
+        for piece in self._iter:
+            self.pieces.append(piece)
+            yield piece
+
+    @property
+    def stats(self) -> Stats:
+        return self._decoder.stats
+
+    def completion(self) -> Completion:
+        for _ in self:  # drain what is left
+            pass
+        text, spans = "", []
+        for p in self.pieces:
+            if p.source == "chunk":
+                if spans and spans[-1].chunk_id == p.chunk_id and spans[-1].end == len(text):
+                    last = spans.pop()
+                    spans.append(Span(last.start, len(text) + len(p.text), last.chunk_id, last.kind,
+                                      last.similarity, last.label))
+                else:
+                    spans.append(Span(len(text), len(text) + len(p.text), p.chunk_id, p.kind,
+                                      p.similarity, p.label))
+            text += p.text
+        return Completion(text, spans, self.stats, self.notices)
+
+
+class Engine:
+    """A loaded model plus a chunk store, ready to generate."""
+
+    def __init__(self, model_path: str | os.PathLike | None = None,
+                 store: ChunkStore | str | os.PathLike | None = None, *, n_ctx: int = 2048,
+                 n_threads: int | None = None, threshold: float = DEFAULT_THRESHOLD, verbose: bool = False,
+                 runtime: LlamaRuntime | None = None, progress: Progress | None = None):
+        self.runtime = runtime or LlamaRuntime(resolve_model_path(model_path), n_ctx=n_ctx,
+                                               n_threads=n_threads, verbose=verbose)
+        if isinstance(store, ChunkStore):
+            self.store = store
+        else:
+            self.store = ChunkStore(store if store is not None else ":memory:")
+        rt = self.runtime
+        self.model_id = self.store.model_id(rt.identity, rt.name, rt.n_embd)
+        self.stats = self._model_stats(progress)
+        self.matcher = ChunkMatcher(self.stats, threshold)
+        self.index_status = ""
+
+    # ------------------------------------------------------------ set-up
+
+    def _model_stats(self, progress: Progress | None) -> ModelStats:
+        source = ModelStats.source_id()
+        key = f"{self.runtime.identity}|{source}"
+        with _stats_lock:
+            if key in _stats_cache:
+                return _stats_cache[key]
+            saved = self.store.model_stats(self.model_id, source)
+            if saved is not None:
+                stats = ModelStats(*saved)
+            else:
+                stats = ModelStats.compute(self.runtime, progress)
+                self.store.save_model_stats(self.model_id, source, stats.mean, stats.whitener, stats.background)
+            _stats_cache[key] = stats
+            return stats
+
+    @property
+    def index_path(self) -> Path | None:
+        if self.store.path == ":memory:":
+            return None
+        slug = hashlib.sha1(self.runtime.identity.encode()).hexdigest()[:12]
+        return Path(f"{self.store.path}.{slug}.hnsw")
+
+    def refresh(self, progress: Progress | None = None, cancelled: Callable[[], bool] | None = None) -> int:
+        """Encode contexts that are new or changed for this model, then reload matching.
+
+        Work is saved in batches, each in one transaction, so an interrupted
+        refresh keeps what it finished and resumes from there.  Returns the
+        number of contexts encoded.
+        """
+        pending = self.store.pending_encodings(self.model_id)
+        encoder = Encoder(self.runtime)
+        done = 0
+        for start in range(0, len(pending), ENCODE_BATCH):
+            if cancelled and cancelled():
+                break
+            batch = pending[start:start + ENCODE_BATCH]
+            encoded = encoder.encode_many(batch)
+            self.store.save_encodings(self.model_id, encoded)
+            done += len(encoded)
+            if progress:
+                progress(done, len(pending))
+        self.index_status = self.matcher.load(self.store, self.model_id, self.runtime.identity, self.index_path)
+        return done
+
+    @property
+    def threshold(self) -> float:
+        return self.matcher.threshold
+
+    @threshold.setter
+    def threshold(self, value: float) -> None:
+        if not 0.0 <= float(value) <= 1.0:
+            raise ChunkwiseError(f"The threshold must be between 0 and 1 (got {value}).")
+        self.matcher.threshold = float(value)
+
+    # ------------------------------------------------------------ generation
+
+    def prompt_tokens(self, request: GenerationRequest) -> tuple[list[int], str]:
+        """Token ids for the request's framing, and the text they stand for."""
+        rt = self.runtime
+        if request.mode == "complete":
+            return rt.tokenize(request.prompt, add_special=True, parse_special=True), request.prompt
+        if request.mode == "chat":
+            messages = ([{"role": "system", "content": request.system}] if request.system else [])
+            messages.append({"role": "user", "content": request.prompt})
+            text = rt.chat_prompt(messages)
+            return rt.tokenize(text, add_special=False, parse_special=True), ""
+        raise ChunkwiseError(f"Unknown mode {request.mode!r}: use one of {', '.join(MODES)}.")
+
+    def stream(self, request: GenerationRequest, cancelled: Callable[[], bool] | None = None) -> Generation:
+        """Start a generation; iterate the result for :class:`Piece` events."""
+        if request.max_tokens < 1:
+            raise ChunkwiseError("max_tokens must be at least 1.")
+        tokens, text = self.prompt_tokens(request)
+        notices = []
+        room = self.runtime.n_ctx - request.max_tokens - 64  # slack for a chunk past max_tokens
+        if room < 8:
+            raise ChunkwiseError(f"max_tokens {request.max_tokens} leaves no room in the context window "
+                                 f"of {self.runtime.n_ctx} tokens.")
+        if len(tokens) > room:
+            dropped = len(tokens) - room
+            keep_bos = tokens[:1] if tokens and tokens[0] == self.runtime.bos else []
+            tokens = keep_bos + tokens[dropped + len(keep_bos):]
+            notices.append(f"The prompt is {len(tokens) + dropped} tokens; the context window holds "
+                           f"{self.runtime.n_ctx}. The first {dropped} tokens were left out.")
+        if not tokens:
+            tokens = [self.runtime.bos]
+        sampler = Sampler(request.temperature, request.top_p, request.top_k, request.seed)
+        settings = DecodeSettings(request.max_tokens, sampler, tuple(request.stop), request.use_chunks,
+                                  request.sample_acceptance)
+        decoder = Decoder(self.runtime, self.matcher, settings, cancelled)
+        generation = Generation(decoder, tokens, text, notices)
+        generation.stats.truncated_tokens = max(0, len(self.prompt_tokens(request)[0]) - len(tokens)) \
+            if notices else 0
+        return generation
+
+    def generate(self, request: GenerationRequest, record_use: bool = True) -> Completion:
+        """Generate to the end and return the text with its chunk spans and stats."""
+        completion = self.stream(request).completion()
+        if record_use:
+            for chunk_id in {s.chunk_id for s in completion.spans}:
+                self.store.record_use(chunk_id)
+        return completion
+
+    def close(self) -> None:
+        self.runtime.close()
+        self.store.close()

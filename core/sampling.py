@@ -1,0 +1,120 @@
+"""Choosing the next token, and turning token bytes into safe text.
+
+>>> import numpy as np
+>>> Sampler(temperature=0.0).sample(np.array([0.1, 2.0, -1.0], dtype=np.float32))
+1
+"""
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Sampler:
+    """Greedy when ``temperature == 0``; otherwise temperature + top-k + top-p."""
+
+    temperature: float = 0.0
+    top_p: float = 0.95
+    top_k: int = 40
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        self._rng = np.random.default_rng(self.seed)
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature <= 0.0
+
+    def sample(self, logits: np.ndarray) -> int:
+        """One token id from next-token *logits* (shape ``(vocab,)``)."""
+        if self.greedy:
+            return int(np.argmax(logits))
+        return int(self._sample_nucleus(logits))
+
+    def probabilities(self, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(candidate ids, their probabilities) after top-k, temperature and top-p."""
+        k = min(max(1, self.top_k), logits.shape[0]) if self.top_k > 0 else logits.shape[0]
+        ids = np.argpartition(logits, -k)[-k:] if k < logits.shape[0] else np.arange(logits.shape[0])
+        ids = ids[np.argsort(-logits[ids], kind="stable")]
+        scaled = logits[ids].astype(np.float64) / max(self.temperature, 1e-6)
+        probs = np.exp(scaled - scaled.max())
+        probs /= probs.sum()
+        if 0.0 < self.top_p < 1.0:
+            keep = int(np.searchsorted(np.cumsum(probs), self.top_p) + 1)
+            ids, probs = ids[:keep], probs[:keep] / probs[:keep].sum()
+        return ids, probs
+
+    def _sample_nucleus(self, logits: np.ndarray) -> int:
+        ids, probs = self.probabilities(logits)
+        return ids[self._rng.choice(len(ids), p=probs)]
+
+    def bernoulli(self, q: float) -> bool:
+        """Draw z ~ Bernoulli(q) from this sampler's random stream."""
+        return bool(self._rng.random() < q)
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """Log-probabilities from logits (float64, same shape)."""
+    x = logits.astype(np.float64)
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+class Utf8Stream:
+    """Feeds token bytes, yields only complete UTF-8 text.
+
+    Tokens can split a multi-byte character (emoji, accented letters); the
+    incremental decoder holds the partial bytes until the character is whole.
+
+    >>> s = Utf8Stream()
+    >>> s.feed("é".encode()[:1]), s.feed("é".encode()[1:])
+    ('', 'é')
+    """
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def feed(self, data: bytes) -> str:
+        return self._decoder.decode(data, final=False)
+
+    def flush(self) -> str:
+        return self._decoder.decode(b"", final=True)
+
+
+class StopMatcher:
+    """Finds stop sequences in streamed text, holding back text that may start one.
+
+    >>> m = StopMatcher(["\\n\\n"])
+    >>> m.feed("Hi\\n"), m.feed("\\nBye")
+    (('Hi', False), ('', True))
+    """
+
+    def __init__(self, stops: list[str] | tuple[str, ...] = ()) -> None:
+        self.stops = [s for s in stops if s]
+        self._held = ""
+
+    def feed(self, text: str) -> tuple[str, bool]:
+        """Return (text safe to emit, stopped)."""
+        buf = self._held + text
+        if not self.stops:
+            self._held = ""
+            return buf, False
+        cut = min((i for i in (buf.find(s) for s in self.stops) if i >= 0), default=-1)
+        if cut >= 0:
+            self._held = ""
+            return buf[:cut], True
+        keep = 0
+        for s in self.stops:
+            for n in range(min(len(s) - 1, len(buf)), 0, -1):
+                if buf.endswith(s[:n]):
+                    keep = max(keep, n)
+                    break
+        self._held = buf[len(buf) - keep:] if keep else ""
+        return buf[: len(buf) - keep], False
+
+    def flush(self) -> str:
+        out, self._held = self._held, ""
+        return out

@@ -1,0 +1,506 @@
+"""The user's chunk store: SQLite through sqlite-utils.
+
+Holds chunks (the text to insert), their trigger contexts (the text that
+leads into a chunk) and, per model, the derived data that matching needs
+(token ids, entry token, context vector).  Derived data is keyed by the
+model's identity because vectors from one model mean nothing to another.
+
+>>> store = ChunkStore(":memory:")
+>>> cid = store.add_chunk("(555) 123-4567", kind="pii", label="phone",
+...                       contexts=["You can call me at"])
+>>> store.get_chunk(cid).contexts[0].text
+'You can call me at'
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+import sqlite_utils
+
+from .errors import StoreError
+
+SCHEMA_VERSION = 2
+KINDS = ("pii", "snippet", "phrase")
+_KIND_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+MAX_CHUNK_CHARS = 20_000
+MAX_CONTEXT_CHARS = 4_000
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def source_hash(context: str, chunk: str) -> str:
+    """Fingerprint of what an encoding was computed from (edits invalidate it)."""
+    return hashlib.sha1(f"{context}\x00{chunk}".encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Context:
+    id: int
+    text: str
+
+
+@dataclass
+class Chunk:
+    id: int
+    text: str
+    kind: str
+    label: str | None
+    contexts: list[Context] = field(default_factory=list)
+    created_at: str = ""
+    updated_at: str = ""
+    use_count: int = 0
+
+    def as_record(self) -> dict:
+        """The portable form used by import/export (no ids, no timestamps)."""
+        return {
+            "text": self.text,
+            "kind": self.kind,
+            "label": self.label,
+            "contexts": [c.text for c in self.contexts],
+        }
+
+
+@dataclass(frozen=True)
+class PendingEncoding:
+    """A (chunk, context) pair whose derived data is missing or stale for a model."""
+
+    context_id: int
+    chunk_id: int
+    context: str
+    chunk: str
+    source_hash: str
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """Derived data for one context of one chunk, for one model.
+
+    ``vector``: the final hidden state after the context's last (entry)
+    token, the context vector f_theta.  ``vector_local``: the mean of the
+    states over the context's last few tokens.  Both (dim,) float32; stored
+    as float16, which changes cosine similarities by less than 1e-3.
+    """
+
+    context_id: int
+    entry_token: int
+    chunk_tokens: tuple[int, ...]
+    vector: np.ndarray
+    vector_local: np.ndarray
+    source_hash: str
+
+
+@dataclass(frozen=True)
+class StoredEncoding:
+    """An encoding as read back, with the ids matching needs."""
+
+    label: int  # encodings row id: the HNSW label
+    context_id: int
+    chunk_id: int
+    entry_token: int
+    chunk_tokens: tuple[int, ...]
+    source_hash: str
+
+
+# ---------------------------------------------------------------- validation
+
+
+def validate_chunk(text: str, kind: str, label: str | None, contexts: Sequence[str]) -> list[str]:
+    """Check one chunk's fields; return its cleaned context list or raise StoreError."""
+    if not isinstance(text, str) or not text.strip():
+        raise StoreError("A chunk needs non-empty text.")
+    if "\x00" in text:
+        raise StoreError("Chunk text contains a NUL character.")
+    if len(text) > MAX_CHUNK_CHARS:
+        raise StoreError(f"Chunk text is {len(text):,} characters; the limit is {MAX_CHUNK_CHARS:,}.")
+    if not isinstance(kind, str) or not _KIND_RE.match(kind):
+        raise StoreError(
+            f"Unknown chunk kind {kind!r}: use pii, snippet or phrase "
+            "(lower-case letters, digits, '-' or '_')."
+        )
+    if label is not None and (not isinstance(label, str) or "\x00" in label):
+        raise StoreError("A chunk label must be text without NUL characters.")
+    if isinstance(contexts, str) or not isinstance(contexts, (list, tuple)):
+        raise StoreError("A chunk's contexts must be a list of texts.")
+    cleaned: list[str] = []
+    for ctx in contexts:
+        if not isinstance(ctx, str) or not ctx.strip():
+            raise StoreError("A trigger context must be non-empty text.")
+        if "\x00" in ctx:
+            raise StoreError("A trigger context contains a NUL character.")
+        if len(ctx) > MAX_CONTEXT_CHARS:
+            raise StoreError(f"A trigger context is {len(ctx):,} characters; the limit is {MAX_CONTEXT_CHARS:,}.")
+        if ctx not in cleaned:
+            cleaned.append(ctx)
+    if not cleaned:
+        raise StoreError("A chunk needs at least one trigger context (the text that leads into it).")
+    return cleaned
+
+
+# ---------------------------------------------------------------- migrations
+
+
+def _migrate_1(db: sqlite_utils.Database) -> None:
+    db["chunks"].create(
+        {"id": int, "text": str, "kind": str, "label": str, "created_at": str,
+         "updated_at": str, "use_count": int},
+        pk="id", not_null={"text", "kind"}, defaults={"use_count": 0},
+    )
+    db["contexts"].create(
+        {"id": int, "chunk_id": int, "text": str},
+        pk="id", foreign_keys=[("chunk_id", "chunks", "id")], not_null={"text", "chunk_id"},
+    )
+    db["contexts"].create_index(["chunk_id"])
+    db["models"].create(
+        {"id": int, "identity": str, "name": str, "dim": int, "created_at": str},
+        pk="id", not_null={"identity"},
+    )
+    db["models"].create_index(["identity"], unique=True)
+    db["encodings"].create(
+        {"id": int, "context_id": int, "model_id": int, "entry_token": int,
+         "chunk_tokens": bytes, "vector": bytes, "vector_local": bytes, "source_hash": str},
+        pk="id",
+        foreign_keys=[("context_id", "contexts", "id"), ("model_id", "models", "id")],
+    )
+    db["encodings"].create_index(["model_id", "context_id"], unique=True)
+
+
+def _migrate_2(db: sqlite_utils.Database) -> None:
+    # Per-model calibration of the similarity scale (see matching.Calibration)
+    # and the whitening statistics of ordinary text (see encoding.ModelStats).
+    db["models"].add_column("calibration", str)
+    db["chunks"].create_index(["kind"])
+    db["model_stats"].create(
+        {"model_id": int, "source": str, "mean": bytes, "whitener": bytes, "background": bytes},
+        pk="model_id", foreign_keys=[("model_id", "models", "id")],
+    )
+
+
+MIGRATIONS = [_migrate_1, _migrate_2]
+assert len(MIGRATIONS) == SCHEMA_VERSION
+
+
+# ---------------------------------------------------------------- the store
+
+
+class ChunkStore:
+    """A chunk store in one SQLite file (or ``":memory:"`` for tests)."""
+
+    def __init__(self, path: str | os.PathLike = ":memory:"):
+        self.path = str(path)
+        try:
+            if self.path != ":memory:":
+                folder = Path(self.path).expanduser().parent
+                folder.mkdir(parents=True, exist_ok=True)
+                if not os.access(folder, os.W_OK):
+                    raise StoreError(f"Cannot write to the store's folder {folder}.")
+                created = not Path(self.path).exists()
+                conn = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False)
+                if created:
+                    try:
+                        os.chmod(self.path, 0o600)
+                    except OSError:
+                        pass
+            else:
+                conn = sqlite3.connect(":memory:", check_same_thread=False)
+            self.db = sqlite_utils.Database(conn)
+            self.db.execute("PRAGMA foreign_keys = ON")
+            if self.path != ":memory:":
+                self.db.execute("PRAGMA journal_mode = WAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(self._explain(exc)) from None
+
+    # -- plumbing
+
+    def _explain(self, exc: sqlite3.Error) -> str:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            return f"The chunk store {self.path} is locked by another Chunkwise instance; try again when it is closed."
+        if "not a database" in text or "malformed" in text or "corrupt" in text:
+            return (f"The chunk store {self.path} is unreadable or corrupted ({text}). "
+                    "Move it aside or point --db / CHUNKWISE_DB at another file.")
+        return f"The chunk store {self.path} could not be used: {text}"
+
+    def _migrate(self) -> None:
+        if "meta" not in self.db.table_names():
+            self.db["meta"].create({"key": str, "value": str}, pk="key")
+        row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        version = int(row[0]) if row else 0
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"The chunk store {self.path} was written by a newer Chunkwise (schema {version}); "
+                f"this version understands up to {SCHEMA_VERSION}."
+            )
+        for number in range(version + 1, SCHEMA_VERSION + 1):
+            with self.db.conn:
+                MIGRATIONS[number - 1](self.db)
+                self.db["meta"].upsert({"key": "schema_version", "value": str(number)}, pk="key")
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
+
+    def _guard(self):
+        """Context manager: one transaction, sqlite errors turned into StoreError."""
+        store = self
+
+        class _Tx:
+            def __enter__(self_inner):
+                store.db.conn.execute("BEGIN IMMEDIATE")
+
+            def __exit__(self_inner, exc_type, exc, tb):
+                if exc_type is None:
+                    store.db.conn.commit()
+                    return False
+                store.db.conn.rollback()
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(store._explain(exc)) from None
+                return False
+
+        return _Tx()
+
+    # -- chunks
+
+    def add_chunk(self, text: str, kind: str, contexts: Sequence[str], label: str | None = None) -> int:
+        """Add one chunk with its trigger contexts; return its id."""
+        cleaned = validate_chunk(text, kind, label, contexts)
+        with self._guard():
+            return self._insert(text, kind, label, cleaned)
+
+    def _insert(self, text: str, kind: str, label: str | None, contexts: list[str]) -> int:
+        now = _now()
+        cur = self.db.conn.execute(
+            "INSERT INTO chunks (text, kind, label, created_at, updated_at, use_count) VALUES (?,?,?,?,?,0)",
+            (text, kind, label, now, now),
+        )
+        chunk_id = cur.lastrowid
+        self.db.conn.executemany(
+            "INSERT INTO contexts (chunk_id, text) VALUES (?, ?)", [(chunk_id, c) for c in contexts]
+        )
+        return chunk_id
+
+    def update_chunk(self, chunk_id: int, *, text: str | None = None, kind: str | None = None,
+                     label: str | None = ..., contexts: Sequence[str] | None = None) -> None:
+        """Change a chunk.  Contexts that stay the same keep their encodings."""
+        old = self.get_chunk(chunk_id)
+        new_text = old.text if text is None else text
+        new_kind = old.kind if kind is None else kind
+        new_label = old.label if label is ... else label
+        new_contexts = [c.text for c in old.contexts] if contexts is None else list(contexts)
+        cleaned = validate_chunk(new_text, new_kind, new_label, new_contexts)
+        with self._guard():
+            self.db.conn.execute(
+                "UPDATE chunks SET text=?, kind=?, label=?, updated_at=? WHERE id=?",
+                (new_text, new_kind, new_label, _now(), chunk_id),
+            )
+            keep = {c.text: c.id for c in old.contexts}
+            for ctx in old.contexts:
+                if ctx.text not in cleaned:
+                    self._delete_contexts([ctx.id])
+            for ctx in cleaned:
+                if ctx not in keep:
+                    self.db.conn.execute("INSERT INTO contexts (chunk_id, text) VALUES (?, ?)", (chunk_id, ctx))
+
+    def _delete_contexts(self, context_ids: Iterable[int]) -> None:
+        ids = list(context_ids)
+        self.db.conn.executemany("DELETE FROM encodings WHERE context_id=?", [(i,) for i in ids])
+        self.db.conn.executemany("DELETE FROM contexts WHERE id=?", [(i,) for i in ids])
+
+    def remove_chunk(self, chunk_id: int) -> None:
+        """Delete a chunk, its contexts and their encodings."""
+        self.get_chunk(chunk_id)  # raises if missing
+        with self._guard():
+            ids = [r[0] for r in self.db.conn.execute("SELECT id FROM contexts WHERE chunk_id=?", (chunk_id,))]
+            self._delete_contexts(ids)
+            self.db.conn.execute("DELETE FROM chunks WHERE id=?", (chunk_id,))
+
+    def record_use(self, chunk_id: int, times: int = 1) -> None:
+        with self._guard():
+            self.db.conn.execute("UPDATE chunks SET use_count = use_count + ? WHERE id=?", (times, chunk_id))
+
+    def get_chunk(self, chunk_id: int) -> Chunk:
+        chunks = self.list_chunks(ids=[chunk_id])
+        if not chunks:
+            raise StoreError(f"There is no chunk with id {chunk_id}.")
+        return chunks[0]
+
+    def list_chunks(self, kind: str | None = None, search: str | None = None,
+                    ids: Sequence[int] | None = None) -> list[Chunk]:
+        """Chunks in id order, optionally filtered by kind, a search term, or ids."""
+        where, args = [], []
+        if kind:
+            where.append("kind = ?")
+            args.append(kind)
+        if search:
+            where.append("(text LIKE ? OR label LIKE ? OR id IN (SELECT chunk_id FROM contexts WHERE text LIKE ?))")
+            args += [f"%{search}%"] * 3
+        if ids is not None:
+            where.append(f"id IN ({','.join('?' * len(ids))})")
+            args += list(ids)
+        sql = "SELECT id, text, kind, label, created_at, updated_at, use_count FROM chunks"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        try:
+            rows = self.db.conn.execute(sql + " ORDER BY id", args).fetchall()
+            chunks = {r[0]: Chunk(r[0], r[1], r[2], r[3], [], r[4], r[5], r[6]) for r in rows}
+            if chunks:
+                marks = ",".join("?" * len(chunks))
+                for cid, chunk_id, text in self.db.conn.execute(
+                    f"SELECT id, chunk_id, text FROM contexts WHERE chunk_id IN ({marks}) ORDER BY id",
+                    list(chunks),
+                ):
+                    chunks[chunk_id].contexts.append(Context(cid, text))
+        except sqlite3.Error as exc:
+            raise StoreError(self._explain(exc)) from None
+        return list(chunks.values())
+
+    def count(self) -> tuple[int, int]:
+        """(chunks, contexts)."""
+        c = self.db.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        x = self.db.conn.execute("SELECT count(*) FROM contexts").fetchone()[0]
+        return c, x
+
+    def add_many(self, records: Sequence[dict]) -> list[int]:
+        """Add many validated records in one transaction (all or nothing)."""
+        cleaned = [(r["text"], r["kind"], r.get("label"),
+                    validate_chunk(r["text"], r["kind"], r.get("label"), r["contexts"])) for r in records]
+        with self._guard():
+            return [self._insert(*c) for c in cleaned]
+
+    # -- models and derived data
+
+    def model_id(self, identity: str, name: str, dim: int) -> int:
+        """Register a model (idempotent) and return its row id."""
+        row = self.db.conn.execute("SELECT id FROM models WHERE identity=?", (identity,)).fetchone()
+        if row:
+            return row[0]
+        with self._guard():
+            cur = self.db.conn.execute(
+                "INSERT INTO models (identity, name, dim, created_at) VALUES (?,?,?,?)",
+                (identity, name, dim, _now()),
+            )
+            return cur.lastrowid
+
+    def pending_encodings(self, model_id: int) -> list[PendingEncoding]:
+        """Pairs whose encoding for this model is missing or computed from older text."""
+        rows = self.db.conn.execute(
+            """SELECT x.id, c.id, x.text, c.text, e.source_hash
+               FROM contexts x JOIN chunks c ON c.id = x.chunk_id
+               LEFT JOIN encodings e ON e.context_id = x.id AND e.model_id = ?
+               ORDER BY x.id""",
+            (model_id,),
+        ).fetchall()
+        pending = []
+        for ctx_id, chunk_id, ctx, chunk, old_hash in rows:
+            h = source_hash(ctx, chunk)
+            if old_hash != h:
+                pending.append(PendingEncoding(ctx_id, chunk_id, ctx, chunk, h))
+        return pending
+
+    def save_encodings(self, model_id: int, encodings: Sequence[Encoding]) -> None:
+        """Write encodings in one transaction (replacing older ones)."""
+        with self._guard():
+            self.db.conn.executemany(
+                """INSERT INTO encodings (context_id, model_id, entry_token, chunk_tokens, vector,
+                                          vector_local, source_hash)
+                   VALUES (?,?,?,?,?,?,?)
+                   ON CONFLICT(model_id, context_id) DO UPDATE SET
+                     entry_token=excluded.entry_token, chunk_tokens=excluded.chunk_tokens,
+                     vector=excluded.vector, vector_local=excluded.vector_local,
+                     source_hash=excluded.source_hash""",
+                [
+                    (e.context_id, model_id, int(e.entry_token),
+                     np.asarray(e.chunk_tokens, dtype=np.int32).tobytes(),
+                     np.asarray(e.vector, dtype=np.float16).tobytes(),
+                     np.asarray(e.vector_local, dtype=np.float16).tobytes(), e.source_hash)
+                    for e in encodings
+                ],
+            )
+
+    def valid_encodings(self, model_id: int) -> list[StoredEncoding]:
+        """Encodings of this model that match the current chunk and context text."""
+        rows = self.db.conn.execute(
+            """SELECT e.id, e.context_id, c.id, e.entry_token, e.chunk_tokens, e.source_hash, x.text, c.text
+               FROM encodings e JOIN contexts x ON x.id = e.context_id JOIN chunks c ON c.id = x.chunk_id
+               WHERE e.model_id = ? ORDER BY e.id""",
+            (model_id,),
+        )
+        out = []
+        for label, ctx_id, chunk_id, entry, toks, h, ctx, chunk in rows:
+            if h == source_hash(ctx, chunk):
+                out.append(StoredEncoding(label, ctx_id, chunk_id, entry,
+                                          tuple(np.frombuffer(toks, dtype=np.int32).tolist()), h))
+        return out
+
+    def encoding_vectors(self, labels: Sequence[int], column: str = "vector") -> np.ndarray:
+        """Vectors (n, dim) float32 of the encodings with these row ids, in that order."""
+        if column not in ("vector", "vector_local"):
+            raise ValueError(column)
+        found: dict[int, np.ndarray] = {}
+        labels = list(labels)
+        for start in range(0, len(labels), 900):
+            part = labels[start:start + 900]
+            for rid, blob in self.db.conn.execute(
+                f"SELECT id, {column} FROM encodings WHERE id IN ({','.join('?' * len(part))})", part
+            ):
+                found[rid] = np.frombuffer(blob, dtype=np.float16)
+        return np.stack([found[l] for l in labels]).astype(np.float32) if labels else np.empty((0, 0), np.float32)
+
+    # -- per-model statistics of ordinary text
+
+    def model_stats(self, model_id: int, source: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(mean, whitener, background) saved for this model and background source, if any."""
+        row = self.db.conn.execute(
+            "SELECT source, mean, whitener, background FROM model_stats WHERE model_id=?", (model_id,)
+        ).fetchone()
+        if not row or row[0] != source:
+            return None
+        mean = np.frombuffer(row[1], dtype=np.float32)
+        dim = mean.shape[0]
+        whitener = np.frombuffer(row[2], dtype=np.float32).reshape(dim, dim)
+        background = np.frombuffer(row[3], dtype=np.float16).reshape(-1, dim).astype(np.float32)
+        return mean, whitener, background
+
+    def save_model_stats(self, model_id: int, source: str, mean: np.ndarray, whitener: np.ndarray,
+                         background: np.ndarray) -> None:
+        with self._guard():
+            self.db.conn.execute(
+                "INSERT OR REPLACE INTO model_stats (model_id, source, mean, whitener, background) VALUES (?,?,?,?,?)",
+                (model_id, source, mean.astype(np.float32).tobytes(), whitener.astype(np.float32).tobytes(),
+                 background.astype(np.float16).tobytes()),
+            )
+
+    def context_owner(self) -> dict[int, int]:
+        """context id -> chunk id."""
+        return dict(self.db.conn.execute("SELECT id, chunk_id FROM contexts").fetchall())
+
+    def calibration(self, model_id: int) -> str | None:
+        row = self.db.conn.execute("SELECT calibration FROM models WHERE id=?", (model_id,)).fetchone()
+        return row[0] if row else None
+
+    def set_calibration(self, model_id: int, value: str) -> None:
+        with self._guard():
+            self.db.conn.execute("UPDATE models SET calibration=? WHERE id=?", (value, model_id))
+
+    def revision(self) -> int:
+        """A number that changes whenever chunks or contexts change (cheap to poll)."""
+        return self.db.conn.execute("PRAGMA data_version").fetchone()[0] + self.db.conn.total_changes
