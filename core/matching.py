@@ -10,21 +10,22 @@ measured steps:
 1. **Slot gate** -- is this a place where some stored chunk goes?  The query
    is the state *after* the newest token (it predicts the next one), whitened
    with the model's statistics of ordinary text; an HNSW index over the
-   stored contexts' whitened vectors returns the nearest 32, and their best
-   cosine ``s`` is the similarity the acceptance function sees.  No entry
+   stored contexts' whitened vectors returns the nearest 32.  No entry
    token filter: "call me at", "call me on" and "my number:" all lead into
    the same chunk.
 2. **Chunk choice** -- which chunk?  Among the candidates, the one whose
    contexts agree best with the last few tokens (local vectors) plus the
    words of the current sentence (IDF-weighted overlap with the chunk's
-   contexts and label: "email", "GitHub", "office").
+   contexts and label: "email", "GitHub", "office").  Its match score
+   ``s`` -- the best cosine of its contexts plus 0.2 x the word overlap --
+   is what the acceptance function sees.
 3. **Acceptance** -- ``q = 0`` below eta, ``(s - eta) / (1 - eta)`` above
    (appendix D.4); greedy acceptance takes the chunk when ``q >= 0.5``.  Eta
    comes from a threshold on a calibrated 0..1 scale (:class:`Calibration`),
    so the same setting means the same across models and stores.
 
->>> Calibration(background=0.4, positive=0.7).raw_cutoff(0.5)
-0.55
+>>> Calibration(background=0.4).raw_cutoff(0.5)
+0.7
 """
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ from .store import ChunkStore
 
 CANDIDATES = 32          # nearest contexts fetched per step
 LEXICAL_WEIGHT = 0.6     # weight of word overlap in the chunk choice
-DEFAULT_THRESHOLD = 0.35  # on the calibrated scale; see docs/matching.md
+LEXICAL_GATE = 0.2       # weight of word overlap in the match score
+DEFAULT_THRESHOLD = 0.2  # on the calibrated scale; see docs/matching.md
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?\n]\s")
 
@@ -77,24 +79,23 @@ class Proposal:
 
 @dataclass
 class Calibration:
-    """Maps raw similarities to a 0..1 scale that means the same across models.
+    """Maps match scores to a 0..1 scale that means the same across models.
 
-    ``background``: how similar ordinary text positions get to the stored
-    contexts (99.5th percentile of their best match).  ``positive``: how
-    similar a chunk's own contexts are to each other (median of each
-    context's best match among its siblings).  0 on the scale is the first,
-    1 the second.
+    0 is ``background``: how similar ordinary text positions get to the
+    stored contexts (the 99.5th percentile of their best match, measured on
+    the model's own states over ``core/data/background_emails.txt``).  1 is
+    an exact match with a stored context (cosine 1).  Raw cosines differ a
+    lot between models (docs/matching.md); distances above the background
+    level are comparable.
     """
 
     background: float
-    positive: float
 
     def raw_cutoff(self, threshold: float) -> float:
-        return round(self.background + threshold * (self.positive - self.background), 6)
+        return round(self.background + threshold * (1.0 - self.background), 6)
 
-    def to_scale(self, similarity: float) -> float:
-        span = max(self.positive - self.background, 1e-6)
-        return (similarity - self.background) / span
+    def to_scale(self, score: float) -> float:
+        return (score - self.background) / max(1.0 - self.background, 1e-6)
 
     def eta(self, threshold: float) -> float:
         """The paper's eta such that greedy acceptance (q >= 0.5) starts at the cutoff."""
@@ -137,7 +138,7 @@ class ChunkMatcher:
         self.threshold = threshold
         self.index = VectorIndex(self.dim)
         self.lexicon = _Lexicon()
-        self.calibration = Calibration(background=0.4, positive=0.7)
+        self.calibration = Calibration(background=0.4)
         self._row_of: dict[int, int] = {}          # label -> row in the arrays below
         self._chunk_of = np.empty(0, dtype=np.int64)
         self._local = np.empty((0, self.dim), dtype=np.float16)
@@ -175,29 +176,11 @@ class ChunkMatcher:
         return status
 
     def _calibrate(self) -> Calibration:
-        n = len(self.index)
-        if n == 0:
-            return Calibration(background=0.4, positive=0.7)
+        if len(self.index) == 0:
+            return Calibration(background=0.4)
         bg = self.stats.background[:1000]
         best = np.array([self.index.query(v, k=1)[1][0] for v in bg])
-        background = float(np.quantile(best, 0.995))
-        sims = []
-        rng = np.random.default_rng(0)
-        labels = np.fromiter(self._row_of.keys(), dtype=np.int64)
-        for lab in rng.permutation(labels)[:500]:
-            row = self._row_of[int(lab)]
-            chunk = self._chunk_of[row]
-            if (self._chunk_of == chunk).sum() < 2:
-                continue
-            vec = self.index._index.get_items([int(lab)])[0]
-            found, s = self.index.query(np.asarray(vec, dtype=np.float32), k=min(16, n))
-            same = [float(x) for l, x in zip(found.tolist(), s.tolist())
-                    if l != lab and self._chunk_of[self._row_of[l]] == chunk]
-            if same:
-                sims.append(max(same))
-        positive = float(np.median(sims)) if sims else background + 0.25
-        positive = max(positive, background + 0.05)
-        return Calibration(background=background, positive=positive)
+        return Calibration(background=float(np.quantile(best, 0.995)))
 
     # ------------------------------------------------------------ proposing
 
@@ -205,45 +188,76 @@ class ChunkMatcher:
     def eta(self) -> float:
         return self.calibration.eta(self.threshold)
 
-    def propose(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
-                exclude: Iterable[int] = ()) -> Proposal | None:
-        """The best chunk for the state after the newest token, or None.
+    def candidates(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
+                   exclude: Iterable[int] = ()) -> list["Candidate"]:
+        """Scored candidate chunks for the state after the newest token, best choice first.
 
         *hidden*: (d,) state after the newest token; *hidden_local*: (d,)
         mean of the last few states; *text*: the text so far (for words and
         to skip chunks already written there).
         """
         if len(self.index) == 0:
-            return None
-        query = self.stats.transform(np.stack([hidden, hidden_local]))   # (2, d)
-        labels, sims = self.index.query(query[0], k=CANDIDATES)
+            return []
+        query = self.stats.transform(np.stack([hidden, hidden_local]))       # (2, d)
+        labels, sims = self.index.query(query[0], k=CANDIDATES)                # (k,), (k,)
         if sims.size == 0:
-            return None
-        gate = float(sims[0])
-        q = acceptance(gate, self.eta)
-        if q <= 0.0:
-            return None
+            return []
         rows = np.fromiter((self._row_of[int(l)] for l in labels), dtype=np.int64, count=len(labels))
-        local = self._local[rows].astype(np.float32) @ query[1]               # (k,)
+        local = self._local[rows].astype(np.float32) @ query[1]                # (k,)
         sentence = set(words(current_sentence(text)))
-        skip = set(exclude)
-        recent = text[-2000:]
-        best, best_score = None, -np.inf
+        skip, recent = set(exclude), text[-2000:]
+        by_chunk: dict[int, Candidate] = {}
         for i, row in enumerate(rows.tolist()):
             chunk_id = int(self._chunk_of[row])
             if chunk_id in skip:
                 continue
             info = self._chunks[chunk_id]
-            if info["text"] in recent:
+            if info["text"] in recent:       # already written: do not repeat it
                 skip.add(chunk_id)
                 continue
-            score = float(local[i]) + LEXICAL_WEIGHT * self.lexicon.overlap(sentence, info["words"])
-            if score > best_score:
-                best, best_score = (i, chunk_id, int(labels[i])), score
-        if best is None:
+            seen = by_chunk.get(chunk_id)
+            if seen is None:
+                lex = self.lexicon.overlap(sentence, info["words"])
+                by_chunk[chunk_id] = Candidate(chunk_id, int(labels[i]), float(sims[i]), float(local[i]), lex)
+            else:
+                seen.similarity = max(seen.similarity, float(sims[i]))
+                seen.local = max(seen.local, float(local[i]))
+        ranked = sorted(by_chunk.values(), key=lambda c: c.choice, reverse=True)
+        return ranked
+
+    def propose(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
+                exclude: Iterable[int] = ()) -> Proposal | None:
+        """The chunk to offer at this step with its acceptance probability, or None."""
+        ranked = self.candidates(hidden, hidden_local, text, exclude)
+        if not ranked:
             return None
-        i, chunk_id, label = best
-        info = self._chunks[chunk_id]
-        return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
-                        tokens=self._tokens[label], similarity=gate,
-                        score=self.calibration.to_scale(gate), q=q)
+        best = ranked[0]
+        match = best.match
+        q = acceptance(match, self.eta)
+        if q <= 0.0 or match < self.calibration.background:
+            return None
+        info = self._chunks[best.chunk_id]
+        return Proposal(chunk_id=best.chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
+                        tokens=self._tokens[best.label], similarity=round(match, 4),
+                        score=self.calibration.to_scale(match), q=q)
+
+
+@dataclass
+class Candidate:
+    """One chunk among the nearest contexts, with the evidence for it."""
+
+    chunk_id: int
+    label: int          # the encoding whose chunk tokens to use
+    similarity: float   # best whitened cosine of its contexts' vectors
+    local: float        # best cosine of its contexts' local vectors
+    lexical: float      # IDF-weighted word overlap of the sentence with its contexts and label
+
+    @property
+    def choice(self) -> float:
+        """Which chunk: local agreement plus words."""
+        return self.local + LEXICAL_WEIGHT * self.lexical
+
+    @property
+    def match(self) -> float:
+        """Whether it goes here: its contexts' cosine, plus a little for shared words."""
+        return self.similarity + LEXICAL_GATE * self.lexical

@@ -265,7 +265,10 @@ class ChunkStore:
 
         class _Tx:
             def __enter__(self_inner):
-                store.db.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    store.db.conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.Error as exc:
+                    raise StoreError(store._explain(exc)) from None
 
             def __exit__(self_inner, exc_type, exc, tb):
                 if exc_type is None:

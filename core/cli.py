@@ -1,0 +1,245 @@
+"""Command line: ``python -m core`` (installed as ``chunkwise``).
+
+    chunkwise generate "Thanks for your call. You can reach me at"
+    chunkwise generate --chat "Write a short email asking for a day off" --json
+    chunkwise chunks add --kind pii --label phone --text "(555) 123-4567" \\
+        --context "You can call me at" --context "My phone number is"
+    chunkwise chunks list | import FILE | export FILE | remove ID | encode
+
+Bad input gets one clear line on stderr and a non-zero exit, never a
+traceback (``--debug`` shows one).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from .errors import ChunkwiseError
+from .store import KINDS
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+class _Progress:
+    """Progress on stderr: a live line on a terminal, a few lines otherwise."""
+
+    def __init__(self, label: str, quiet: bool = False):
+        self.label, self.quiet = label, quiet
+        self.tty = sys.stderr.isatty()
+        self._last = 0.0
+        self._started = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.quiet or total <= 0:
+            return
+        now = time.monotonic()
+        if not self._started:
+            self._started = True
+            if not self.tty:
+                print(f"{self.label}: {total} to do...", file=sys.stderr, flush=True)
+        if done >= total:
+            if self.tty:
+                print(f"\r{self.label}: {done}/{total} done.   ", file=sys.stderr, flush=True)
+            else:
+                print(f"{self.label}: {done}/{total} done.", file=sys.stderr, flush=True)
+        elif self.tty and now - self._last > 0.2:
+            self._last = now
+            print(f"\r{self.label}: {done}/{total} ({100 * done // total}%)", end="", file=sys.stderr, flush=True)
+
+
+def _common(parser: argparse.ArgumentParser, top: bool = False) -> None:
+    default = None if top else argparse.SUPPRESS
+    parser.add_argument("--db", metavar="PATH", default=default,
+                        help="chunk store (default: $CHUNKWISE_DB or the user data directory)")
+    parser.add_argument("--model", metavar="PATH", default=default,
+                        help="GGUF model (default: $CHUNKWISE_MODEL or the bundled SmolLM2-135M-Instruct)")
+    parser.add_argument("--debug", action="store_true", default=False if top else argparse.SUPPRESS,
+                        help="show tracebacks and llama.cpp's log")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="chunkwise", description="Chunkwise: private autocomplete with your own chunks (CD-LM).")
+    _common(parser, top=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    g = sub.add_parser("generate", help="continue a prompt (or follow an instruction with --chat)")
+    _common(g)
+    g.add_argument("prompt", help="the text to continue; '-' reads standard input")
+    g.add_argument("--chat", action="store_true", help="treat PROMPT as an instruction, through the chat template")
+    g.add_argument("--system", help="system message for --chat")
+    g.add_argument("--max-tokens", type=int, default=64, metavar="N")
+    g.add_argument("--threshold", type=float, metavar="T",
+                   help="chunk similarity threshold on the calibrated 0..1 scale (lower inserts more readily)")
+    g.add_argument("--no-chunks", action="store_true", help="plain decoding, no chunk insertion")
+    g.add_argument("--sample-acceptance", action="store_true",
+                   help="accept chunks with probability q (the paper's z ~ Bernoulli(q)) instead of q >= 0.5")
+    g.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    g.add_argument("--top-p", type=float, default=0.95)
+    g.add_argument("--top-k", type=int, default=40)
+    g.add_argument("--seed", type=int)
+    g.add_argument("--stop", action="append", default=[], metavar="TEXT", help="stop sequence (repeatable)")
+    g.add_argument("--ctx", type=int, default=2048, metavar="N", help="context window in tokens")
+    g.add_argument("--threads", type=int, metavar="N")
+    g.add_argument("--json", action="store_true", help="print one JSON object: text, spans, stats")
+
+    c = sub.add_parser("chunks", help="manage the chunk store")
+    _common(c)
+    csub = c.add_subparsers(dest="action", metavar="ACTION")
+    a = csub.add_parser("add", help="add a chunk with its trigger contexts")
+    _common(a)
+    a.add_argument("--kind", required=True, choices=KINDS)
+    a.add_argument("--text", required=True)
+    a.add_argument("--label")
+    a.add_argument("--context", action="append", required=True, metavar="CTX",
+                   help="text that leads into the chunk (repeatable)")
+    ls = csub.add_parser("list", help="list chunks (PII masked unless --reveal)")
+    _common(ls)
+    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--kind")
+    ls.add_argument("--reveal", action="store_true", help="show PII values in the table")
+    rm = csub.add_parser("remove", help="delete a chunk")
+    _common(rm)
+    rm.add_argument("id", type=int)
+    im = csub.add_parser("import", help="import chunks from a .json or .csv file (all or nothing)")
+    _common(im)
+    im.add_argument("file")
+    ex = csub.add_parser("export", help="export chunks to a .json or .csv file")
+    _common(ex)
+    ex.add_argument("file")
+    ex.add_argument("--kind")
+    enc = csub.add_parser("encode", help="compute matching data for the model now (otherwise done on demand)")
+    _common(enc)
+    return parser
+
+
+def _open_store(args):
+    from .paths import default_db_path
+    from .store import ChunkStore
+
+    return ChunkStore(Path(args.db).expanduser() if args.db else default_db_path())
+
+
+def _engine(args, with_store: bool = True):
+    from .engine import Engine
+    from .store import ChunkStore
+
+    store = _open_store(args) if with_store else ChunkStore(":memory:")
+    quiet = getattr(args, "json", False) and not sys.stderr.isatty()
+    engine = Engine(args.model, store, n_ctx=getattr(args, "ctx", 2048), n_threads=getattr(args, "threads", None),
+                    verbose=args.debug, progress=_Progress("Measuring the model on ordinary text", quiet))
+    if with_store:
+        engine.refresh(progress=_Progress("Encoding chunk contexts", quiet))
+    return engine
+
+
+def cmd_generate(args) -> int:
+    from .engine import GenerationRequest
+
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    if args.max_tokens < 1:
+        raise ChunkwiseError("--max-tokens must be at least 1.")
+    engine = _engine(args, with_store=not args.no_chunks)
+    if args.threshold is not None:
+        engine.threshold = args.threshold
+    request = GenerationRequest(prompt, mode="chat" if args.chat else "complete", max_tokens=args.max_tokens,
+                                temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
+                                stop=args.stop, use_chunks=not args.no_chunks,
+                                sample_acceptance=args.sample_acceptance, system=args.system)
+    generation = engine.stream(request)
+    for notice in generation.notices:
+        print(f"chunkwise: note: {notice}", file=sys.stderr)
+    if args.json:
+        completion = generation.completion()
+        print(json.dumps(completion.as_dict(), ensure_ascii=False))
+    else:
+        for piece in generation:
+            sys.stdout.write(piece.text)
+            sys.stdout.flush()
+        completion = generation.completion()
+        sys.stdout.write("\n")
+        s = completion.stats
+        print(f"[{s.tokens} tokens in {s.seconds:.2f}s, {s.forward_passes} forward passes, "
+              f"{s.chunks} chunk(s) = {s.chunk_tokens} tokens]", file=sys.stderr)
+    for chunk_id in {sp.chunk_id for sp in completion.spans}:
+        engine.store.record_use(chunk_id)
+    return 0
+
+
+def _mask(text: str) -> str:
+    return "•" * min(len(text), 12)
+
+
+def cmd_chunks(args) -> int:
+    from .portable import export_file, import_file
+
+    if not args.action:
+        raise ChunkwiseError("chunks needs an action: add, list, remove, import, export or encode.")
+    if args.action == "encode":
+        engine = _engine(args)
+        print(f"{len(engine.matcher)} contexts ready for {engine.runtime.name} (index {engine.index_status}).")
+        return 0
+    store = _open_store(args)
+    if args.action == "add":
+        cid = store.add_chunk(args.text, args.kind, args.context, label=args.label)
+        print(f"added chunk {cid} ({args.kind}, {len(args.context)} context(s))")
+    elif args.action == "list":
+        chunks = store.list_chunks(kind=args.kind)
+        if args.json:
+            print(json.dumps([{"id": c.id, **c.as_record(), "use_count": c.use_count, "created_at": c.created_at,
+                               "updated_at": c.updated_at} for c in chunks], ensure_ascii=False, indent=2))
+        else:
+            if not chunks:
+                print("The chunk store is empty. Add one with: chunkwise chunks add --kind pii --text ... --context ...")
+            for c in chunks:
+                text = c.text if (args.reveal or c.kind != "pii") else _mask(c.text)
+                shown = text.replace("\n", "⏎")
+                if len(shown) > 60:
+                    shown = shown[:59] + "…"
+                print(f"{c.id:>5}  {c.kind:<8} {(c.label or '-'):<12} {shown:<60}  "
+                      f"{len(c.contexts)} ctx  used {c.use_count}x")
+    elif args.action == "remove":
+        store.remove_chunk(args.id)
+        print(f"removed chunk {args.id}")
+    elif args.action == "import":
+        ids = import_file(store, args.file)
+        print(f"imported {len(ids)} chunk(s) from {args.file}")
+    elif args.action == "export":
+        n = export_file(store, args.file, kind=args.kind)
+        print(f"exported {n} chunk(s) to {args.file}")
+    store.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        if args.command == "generate":
+            return cmd_generate(args)
+        return cmd_chunks(args)
+    except ChunkwiseError as exc:
+        print(f"chunkwise: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("chunkwise: interrupted; nothing half-written was kept.", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the last line of defence: no traceback for users
+        if args.debug:
+            raise
+        print(f"chunkwise: internal error: {type(exc).__name__}: {exc} (run with --debug for details)",
+              file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

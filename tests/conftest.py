@@ -1,0 +1,83 @@
+"""Shared fixtures: the real default model (loaded once), in-memory stores,
+and an environment that keeps tests away from the user's real files."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+PAPER_PROFILE = ROOT / "tests" / "data" / "pii_profile_paper.json"  # a copy of shared/data/
+PHRASINGS = ROOT / "tests" / "data" / "pii_phrasings.json"
+
+
+@pytest.fixture(autouse=True)
+def _private_paths(tmp_path, monkeypatch):
+    """Every test gets its own data directory: the user's store is never touched."""
+    monkeypatch.setenv("CHUNKWISE_DB", str(tmp_path / "user-data" / "chunks.db"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.delenv("CHUNKWISE_MODEL", raising=False)
+
+
+@pytest.fixture(scope="session")
+def runtime():
+    from core.llama_runtime import LlamaRuntime
+    from core.paths import bundled_model_path
+
+    rt = LlamaRuntime(bundled_model_path(), n_ctx=2048, n_threads=2)
+    yield rt
+    rt.close()
+
+
+@pytest.fixture
+def store():
+    from core.store import ChunkStore
+
+    s = ChunkStore(":memory:")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def make_engine(runtime):
+    """Engines over the shared runtime, each with its own (in-memory by default) store."""
+    from core.engine import Engine
+    from core.store import ChunkStore
+
+    made = []
+
+    def factory(store=None, **kwargs):
+        engine = Engine(runtime=runtime, store=store if store is not None else ChunkStore(":memory:"), **kwargs)
+        made.append(engine)
+        return engine
+
+    yield factory
+    for e in made:
+        e.store.close()
+    runtime.reset()
+
+
+def paper_profile() -> dict:
+    data = json.loads(PAPER_PROFILE.read_text(encoding="utf-8"))
+    return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
+def phrasings() -> dict:
+    return json.loads(PHRASINGS.read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def pii_engine(make_engine):
+    """The paper's profile stored with its first four prefixes per field."""
+    engine = make_engine()
+    for field, entry in paper_profile().items():
+        engine.store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
+    engine.refresh()
+    return engine

@@ -1,0 +1,54 @@
+import numpy as np
+
+from core.sampling import Sampler, StopMatcher, Utf8Stream, log_softmax
+
+
+def test_greedy_is_argmax():
+    logits = np.array([0.0, 3.0, 1.0, 2.9], dtype=np.float32)
+    assert Sampler().sample(logits) == 1
+
+
+def test_sampling_is_seeded_and_respects_top_k():
+    logits = np.log(np.array([0.5, 0.3, 0.15, 0.05]))
+    a = [Sampler(temperature=1.0, top_k=2, top_p=1.0, seed=3).sample(logits) for _ in range(1)]
+    s1 = Sampler(temperature=1.0, top_k=2, top_p=1.0, seed=3)
+    s2 = Sampler(temperature=1.0, top_k=2, top_p=1.0, seed=3)
+    draws1 = [s1.sample(logits) for _ in range(200)]
+    assert draws1 == [s2.sample(logits) for _ in range(200)]
+    assert set(draws1) == {0, 1} and a[0] in (0, 1)
+    # frequencies follow the renormalised top-2 distribution (0.625 / 0.375)
+    assert 0.5 < draws1.count(0) / 200 < 0.75
+
+
+def test_top_p_keeps_the_smallest_nucleus():
+    ids, probs = Sampler(temperature=1.0, top_k=0, top_p=0.7).probabilities(np.log(np.array([0.5, 0.3, 0.2])))
+    assert ids.tolist() == [0, 1] and np.isclose(probs.sum(), 1.0)
+
+
+def test_log_softmax_normalises():
+    assert np.isclose(np.exp(log_softmax(np.array([1.0, 2.0, 3.0]))).sum(), 1.0)
+
+
+def test_utf8_stream_holds_split_characters():
+    data = "a😀é".encode()
+    s = Utf8Stream()
+    out = "".join(s.feed(data[i:i + 1]) for i in range(len(data))) + s.flush()
+    assert out == "a😀é"
+    s = Utf8Stream()
+    assert s.feed(data[:2]) == "a"   # the emoji's first byte is held back
+
+
+def test_stop_matcher_across_pieces():
+    m = StopMatcher(["\n\nBest", "STOP"])
+    out = []
+    for piece in ["Hello", "\n", "\nBe", "st regards"]:
+        text, stopped = m.feed(piece)
+        out.append(text)
+        if stopped:
+            break
+    assert "".join(out) == "Hello" and stopped
+    m = StopMatcher(["\n\nBest"])
+    text, stopped = m.feed("a\n")
+    assert (text, stopped) == ("a", False)
+    text, stopped = m.feed("x")
+    assert (text, stopped) == ("\nx", False)

@@ -1,0 +1,139 @@
+import sqlite3
+
+import numpy as np
+import pytest
+
+from core.errors import StoreError
+from core.store import SCHEMA_VERSION, ChunkStore, Encoding, source_hash
+
+
+def test_add_get_list_and_search(store):
+    a = store.add_chunk("(555) 123-4567", "pii", ["Call me at", "My number is"], label="phone")
+    b = store.add_chunk("Kind regards,\nJohn", "snippet", ["Thanks again."])
+    assert store.get_chunk(a).contexts[1].text == "My number is"
+    assert [c.id for c in store.list_chunks(kind="pii")] == [a]
+    assert [c.id for c in store.list_chunks(search="regards")] == [b]
+    assert [c.id for c in store.list_chunks(search="number is")] == [a]   # searches contexts too
+    assert store.count() == (2, 3)
+
+
+@pytest.mark.parametrize("text,kind,contexts,message", [
+    ("", "pii", ["x"], "non-empty text"),
+    ("   ", "pii", ["x"], "non-empty text"),
+    ("v", "pii", [], "at least one trigger context"),
+    ("v", "pii", ["  "], "non-empty"),
+    ("v", "Bad Kind", ["x"], "Unknown chunk kind"),
+    ("a\x00b", "pii", ["x"], "NUL"),
+    ("v", "pii", "not a list", "list of texts"),
+])
+def test_invalid_chunks_are_refused_and_nothing_is_written(store, text, kind, contexts, message):
+    with pytest.raises(StoreError, match=message):
+        store.add_chunk(text, kind, contexts)
+    assert store.count() == (0, 0)
+
+
+def test_update_keeps_unchanged_contexts_and_their_encodings(store):
+    cid = store.add_chunk("value", "snippet", ["keep me", "drop me"])
+    model = store.model_id("m:1:abc", "m", 4)
+    keep = store.get_chunk(cid).contexts[0]
+    enc = [Encoding(c.id, 1, (2, 3), np.ones(4), np.ones(4), source_hash(c.text, "value"))
+           for c in store.get_chunk(cid).contexts]
+    store.save_encodings(model, enc)
+    assert store.pending_encodings(model) == []
+    store.update_chunk(cid, contexts=["keep me", "new one"])
+    chunk = store.get_chunk(cid)
+    assert chunk.contexts[0].id == keep.id
+    assert [p.context for p in store.pending_encodings(model)] == ["new one"]
+    # Changing the chunk text makes every encoding of it stale.
+    store.update_chunk(cid, text="other value")
+    assert len(store.pending_encodings(model)) == 2
+    assert store.valid_encodings(model) == []
+
+
+def test_remove_deletes_contexts_and_encodings(store):
+    cid = store.add_chunk("value", "snippet", ["a", "b"])
+    model = store.model_id("m:1:abc", "m", 4)
+    store.save_encodings(model, [Encoding(c.id, 1, (2,), np.ones(4), np.ones(4), "h")
+                                 for c in store.get_chunk(cid).contexts])
+    store.remove_chunk(cid)
+    assert store.count() == (0, 0)
+    assert store.db.execute("select count(*) from encodings").fetchone()[0] == 0
+    with pytest.raises(StoreError, match="no chunk with id"):
+        store.remove_chunk(cid)
+
+
+def test_vectors_round_trip_as_float16(store):
+    cid = store.add_chunk("value", "snippet", ["ctx"])
+    model = store.model_id("m:1:abc", "m", 3)
+    ctx = store.get_chunk(cid).contexts[0]
+    store.save_encodings(model, [Encoding(ctx.id, 7, (1, 2), np.array([0.5, -1, 2]), np.array([1, 1, 1]),
+                                          source_hash("ctx", "value"))])
+    (row,) = store.valid_encodings(model)
+    assert row.entry_token == 7 and row.chunk_tokens == (1, 2)
+    np.testing.assert_allclose(store.encoding_vectors([row.label]), [[0.5, -1, 2]])
+    np.testing.assert_allclose(store.encoding_vectors([row.label], "vector_local"), [[1, 1, 1]])
+
+
+def test_file_store_is_private_wal_and_versioned(tmp_path):
+    path = tmp_path / "sub" / "chunks.db"
+    with ChunkStore(path) as s:
+        s.add_chunk("v", "phrase", ["c"])
+        assert s.schema_version == SCHEMA_VERSION
+        assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert (path.stat().st_mode & 0o777) == 0o600
+    with ChunkStore(path) as s:
+        assert s.count() == (1, 1)
+
+
+def test_migrates_a_version_1_store(tmp_path):
+    from core import store as store_module
+
+    path = tmp_path / "old.db"
+    import sqlite_utils
+
+    db = sqlite_utils.Database(path)
+    db["meta"].create({"key": str, "value": str}, pk="key")
+    store_module._migrate_1(db)
+    db["meta"].insert({"key": "schema_version", "value": "1"})
+    db.execute("INSERT INTO chunks (text, kind, use_count) VALUES ('old', 'snippet', 0)")
+    db.conn.commit()
+    db.close()
+    with ChunkStore(path) as s:
+        assert s.schema_version == SCHEMA_VERSION
+        assert s.list_chunks()[0].text == "old"
+        assert "model_stats" in s.db.table_names()
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "new.db"
+    with ChunkStore(path) as s:
+        s.db.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+        s.db.conn.commit()
+    with pytest.raises(StoreError, match="newer Chunkwise"):
+        ChunkStore(path)
+
+
+def test_corrupted_file_gets_a_clear_message(tmp_path):
+    path = tmp_path / "bad.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match="unreadable or corrupted"):
+        ChunkStore(path)
+    assert path.read_bytes().startswith(b"this is not sqlite")  # left untouched
+
+
+def test_locked_store_gets_a_clear_message(tmp_path):
+    path = tmp_path / "locked.db"
+    with ChunkStore(path) as s:
+        s.add_chunk("v", "phrase", ["c"])
+    other = sqlite3.connect(path)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        with ChunkStore(path) as s:
+            s.db.conn.execute("PRAGMA busy_timeout = 100")
+            with pytest.raises(StoreError, match="locked by another"):
+                s.add_chunk("w", "phrase", ["d"])
+    finally:
+        other.rollback()
+        other.close()
+    with ChunkStore(path) as s:
+        assert s.count() == (1, 1)
