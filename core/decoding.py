@@ -101,6 +101,9 @@ class Decoder:
         self._used_chunks: set[int] = set()
         self._text = ""           # prompt tail + generated text, for matching's words
         self._encoder = Encoder(rt)
+        # Without chunks to match, hidden states are not needed: decode exactly
+        # as llama-cpp-python does, so plain greedy output is bit-identical.
+        self._hidden = self.matcher is not None and len(self.matcher) > 0
 
     # ------------------------------------------------------------ the story
 
@@ -141,13 +144,13 @@ class Decoder:
         """Bring the KV cache to *tokens*, evaluating only what is not cached."""
         self.stats.prompt_tokens = len(tokens)
         self.stats.prompt_reused = min(self.rt.common_prefix(tokens), len(tokens) - 1)
-        window = min(LOCAL_WINDOW, len(tokens))
-        out = self.rt.sync(tokens, last=window)        # logits (w, V), hidden (w, d)
+        window = min(LOCAL_WINDOW, len(tokens)) if self._hidden else 1
+        out = self.rt.sync(tokens, last=window, hidden=self._hidden)   # logits (w, V), hidden (w, d)
         self._recent_hidden = list(out.hidden)
         return self._state(out.logits[-1])
 
     def propose(self, state: _State) -> Proposal | None:
-        if self.matcher is None or len(self.matcher) == 0:
+        if not self._hidden:
             return None
         return self.matcher.propose(state.hidden, state.local, self._text, exclude=self._used_chunks)
 
@@ -179,8 +182,8 @@ class Decoder:
 
     def decode_step(self, tokens: list[int]) -> _State:
         """One llama_decode of the new tokens; outputs for the last few of them."""
-        want = range(max(0, len(tokens) - LOCAL_WINDOW), len(tokens))
-        out = self.rt.eval(tokens, outputs=want)       # logits (w, V), hidden (w, d)
+        want = range(max(0, len(tokens) - LOCAL_WINDOW), len(tokens)) if self._hidden else [len(tokens) - 1]
+        out = self.rt.eval(tokens, outputs=want, hidden=self._hidden)   # logits (w, V), hidden (w, d)
         self.stats.forward_passes += 1
         self._recent_hidden = (self._recent_hidden + list(out.hidden))[-LOCAL_WINDOW:]
         return self._state(out.logits[-1])
@@ -188,8 +191,9 @@ class Decoder:
     # ------------------------------------------------------------ helpers
 
     def _state(self, logits: np.ndarray) -> _State:
-        hidden = self._recent_hidden[-1]
-        return _State(logits, hidden, np.mean(self._recent_hidden, axis=0))
+        if not self._hidden:
+            return _State(logits, None, None)
+        return _State(logits, self._recent_hidden[-1], np.mean(self._recent_hidden, axis=0))
 
     def _continuation_tokens(self, proposal: Proposal) -> list[int]:
         """Tokenize the chunk after the actual text, so BPE joins it as it would here."""

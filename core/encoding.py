@@ -35,7 +35,7 @@ LOCAL_WINDOW = 3          # states averaged into the local vector
 SHRINKAGE = 0.05          # covariance shrinkage toward a scaled identity
 MAX_BACKGROUND = 4000     # background positions kept for calibration
 BACKGROUND_FILE = Path(__file__).resolve().parent / "data" / "background_emails.txt"
-STATS_VERSION = 1
+STATS_VERSION = 2
 _NO_SPACE_BEFORE = set(",.;:!?)]}'\"")
 
 
@@ -56,9 +56,10 @@ def normalize_rows(x: np.ndarray) -> np.ndarray:
 class ModelStats:
     """Whitening of a model's hidden states, from ordinary text.
 
-    ``mean`` (d,), ``whitener`` (d, d); ``background`` (n, d): whitened,
-    unit-norm context vectors of ordinary text positions, the reference for
-    calibration (how similar does text that wants no chunk look?).
+    ``mean`` (d,), ``whitener`` (d, d); ``background`` (n, 2d): whitened,
+    unit-norm context vectors and local vectors of ordinary text positions
+    side by side, the reference for calibration (how similar does text that
+    wants no chunk look?).
     """
 
     mean: np.ndarray
@@ -80,18 +81,22 @@ class ModelStats:
         """Run the model over the background text (a few seconds for a small model)."""
         text = BACKGROUND_FILE.read_text(encoding="utf-8")
         paragraphs = [p for p in text.split("\n\n") if p.strip()]
-        rows = []
+        rows, local_rows = [], []
         for i, para in enumerate(paragraphs):
             toks = rt.tokenize(para)[: min(rt.n_ctx, 512)]
             if len(toks) < 4:
                 continue
             rt.reset()
-            out = rt.eval(toks, outputs=range(2, len(toks)))
-            rows.append(out.hidden)
+            hidden = rt.eval(toks, outputs="all").hidden                    # (n, d)
+            cums = np.cumsum(hidden[1:], axis=0)                           # skip BOS
+            local = (cums[LOCAL_WINDOW - 1:] - np.vstack([np.zeros((1, hidden.shape[1])), cums[:-LOCAL_WINDOW]]))
+            rows.append(hidden[LOCAL_WINDOW:])
+            local_rows.append(local / LOCAL_WINDOW)
             if progress:
                 progress(i + 1, len(paragraphs))
         rt.reset()
         states = np.vstack(rows).astype(np.float64)
+        locals_ = np.vstack(local_rows)
         mean = states.mean(axis=0)
         cov = np.cov((states - mean).T)
         dim = cov.shape[0]
@@ -101,7 +106,7 @@ class ModelStats:
         stats = cls(mean.astype(np.float32), whitener.astype(np.float32), np.empty((0, dim), np.float32))
         rng = np.random.default_rng(0)
         pick = rng.permutation(len(states))[:MAX_BACKGROUND]
-        stats.background = stats.transform(states[pick])
+        stats.background = np.hstack([stats.transform(states[pick]), stats.transform(locals_[pick])])
         return stats
 
 

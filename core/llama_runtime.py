@@ -136,6 +136,9 @@ class LlamaRuntime:
         cparams.n_threads = threads
         cparams.n_threads_batch = threads
         cparams.embeddings = True
+        if hasattr(lib, "LLAMA_FLASH_ATTN_TYPE_DISABLED"):
+            # As llama-cpp-python's Llama does by default: same kernels, same numbers.
+            cparams.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
         cparams.pooling_type = lib.LLAMA_POOLING_TYPE_NONE
         self.ctx = lib.llama_init_from_model(self.model, cparams)
         if not self.ctx:
@@ -155,6 +158,7 @@ class LlamaRuntime:
         self.identity = model_identity(self.model_path)
         self.name = self.model_path.name
         self.decode_calls = 0
+        self.evaluated_tokens = 0  # tokens sent through llama_decode, for KV-reuse checks
         self._eog_cache: dict[int, bool] = {}
         self._piece_cache: dict[int, bytes] = {}
 
@@ -264,7 +268,7 @@ class LlamaRuntime:
             i += 1
         return i
 
-    def sync(self, tokens: Sequence[int], last: int = 1) -> Outputs:
+    def sync(self, tokens: Sequence[int], last: int = 1, hidden: bool = True) -> Outputs:
         """Make the cache hold exactly *tokens*; return outputs for the last *last* of them.
 
         Only the tokens after the longest prefix shared with the cache are
@@ -278,15 +282,18 @@ class LlamaRuntime:
         keep = min(self.common_prefix(tokens), len(tokens) - last)
         self.truncate(keep)
         n = len(tokens) - keep
-        return self.eval(tokens[keep:], outputs=range(n - last, n))
+        return self.eval(tokens[keep:], outputs=range(n - last, n), hidden=hidden)
 
     # ------------------------------------------------------------ evaluation
 
-    def eval(self, tokens: Sequence[int], outputs: str | Sequence[int] = "last") -> Outputs:
+    def eval(self, tokens: Sequence[int], outputs: str | Sequence[int] = "last", hidden: bool = True) -> Outputs:
         """Append *tokens* to the cache in as few decodes as the batch size allows.
 
         *outputs*: ``"last"``, ``"all"``, or indices into *tokens* whose
-        logits and hidden states to return.  Rows come in ascending order.
+        logits (and, with *hidden*, final hidden states) to return.  Rows come
+        in ascending order.  ``hidden=False`` runs llama.cpp exactly as
+        llama-cpp-python's ``Llama`` does (embeddings off), which keeps plain
+        decoding bit-identical to it; ``Outputs.hidden`` is then empty.
         """
         n = len(tokens)
         if n == 0:
@@ -300,14 +307,20 @@ class LlamaRuntime:
         else:
             want = sorted(set(int(i) for i in outputs))
         logits_rows, hidden_rows, pos_rows = [], [], []
-        for start, end in self._segments(n, want):
+        segments = self._segments(n, want) if hidden else self._plain_segments(n)
+        for start, end in segments:
             local = [i - start for i in want if start <= i < end]
-            self._decode(tokens[start:end], local)
+            self._decode(tokens[start:end], local, hidden)
             for i in local:
                 logits_rows.append(self._row(self._lib.llama_get_logits_ith, i, self.n_vocab))
-                hidden_rows.append(self._row(self._lib.llama_get_embeddings_ith, i, self.n_embd))
+                if hidden:
+                    hidden_rows.append(self._row(self._lib.llama_get_embeddings_ith, i, self.n_embd))
                 pos_rows.append(len(self.tokens) - (end - start) + i)
-        return Outputs(np.stack(logits_rows), np.stack(hidden_rows), np.asarray(pos_rows))
+        hidden_arr = np.stack(hidden_rows) if hidden else np.empty((len(logits_rows), 0), np.float32)
+        return Outputs(np.stack(logits_rows), hidden_arr, np.asarray(pos_rows))
+
+    def _plain_segments(self, n: int) -> list[tuple[int, int]]:
+        return [(s, min(n, s + self.n_batch)) for s in range(0, n, self.n_batch)]
 
     def _segments(self, n: int, want: Sequence[int]) -> list[tuple[int, int]]:
         """Split n tokens into decodes of at most n_batch.
@@ -335,13 +348,13 @@ class LlamaRuntime:
             raise ModelError("llama.cpp returned no output for a requested position.")
         return np.ctypeslib.as_array(ptr, shape=(width,)).copy()
 
-    def _decode(self, tokens: Sequence[int], outputs: Sequence[int]) -> None:
+    def _decode(self, tokens: Sequence[int], outputs: Sequence[int], hidden: bool = True) -> None:
         """One ``llama_decode`` of *tokens* at the next positions."""
         batch, base = self._batch, len(self.tokens)
         flags = set(outputs)
         # Hidden states are only read where outputs are asked; without any
         # (bulk prefill) switch embeddings off so llama.cpp skips that work.
-        self._set_embeddings(bool(flags))
+        self._set_embeddings(hidden and bool(flags))
         for i, tok in enumerate(tokens):
             batch.token[i] = tok
             batch.pos[i] = base + i
@@ -351,6 +364,7 @@ class LlamaRuntime:
         batch.n_tokens = len(tokens)
         rc = self._lib.llama_decode(self.ctx, batch)
         self.decode_calls += 1
+        self.evaluated_tokens += len(tokens)
         if rc != 0:
             raise ModelError(f"llama_decode failed (code {rc}): the context may be full or memory short.")
         self.tokens.extend(int(t) for t in tokens)

@@ -14,10 +14,10 @@ measured steps:
    token filter: "call me at", "call me on" and "my number:" all lead into
    the same chunk.
 2. **Chunk choice** -- which chunk?  Among the candidates, the one whose
-   contexts agree best with the last few tokens (local vectors) plus the
-   words of the current sentence (IDF-weighted overlap with the chunk's
-   contexts and label: "email", "GitHub", "office").  Its match score
-   ``s`` -- the best cosine of its contexts plus 0.2 x the word overlap --
+   contexts agree best with the newest state, with the last few tokens
+   (local vectors) and with the words of the current sentence (IDF-weighted
+   overlap with the chunk's contexts and label: "email", "GitHub",
+   "office").  Its match score ``s = (cosine + 0.6 local + 0.4 words) / 2``
    is what the acceptance function sees.
 3. **Acceptance** -- ``q = 0`` below eta, ``(s - eta) / (1 - eta)`` above
    (appendix D.4); greedy acceptance takes the chunk when ``q >= 0.5``.  Eta
@@ -42,9 +42,10 @@ from .index import VectorIndex
 from .store import ChunkStore
 
 CANDIDATES = 32          # nearest contexts fetched per step
-LEXICAL_WEIGHT = 0.6     # weight of word overlap in the chunk choice
-LEXICAL_GATE = 0.2       # weight of word overlap in the match score
-DEFAULT_THRESHOLD = 0.2  # on the calibrated scale; see docs/matching.md
+LEXICAL_WEIGHT = 0.3     # weight of word overlap in the chunk choice
+LOCAL_GATE = 0.6         # weight of local agreement in the match score
+LEXICAL_GATE = 0.4       # weight of word overlap in the match score
+DEFAULT_THRESHOLD = 0.15  # on the calibrated scale; see docs/matching.md
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?\n]\s")
 
@@ -100,6 +101,14 @@ class Calibration:
     def eta(self, threshold: float) -> float:
         """The paper's eta such that greedy acceptance (q >= 0.5) starts at the cutoff."""
         return 2.0 * self.raw_cutoff(threshold) - 1.0
+
+
+def match_score(similarity, local, lexical):
+    """Whether a chunk goes here, in [-1, 1]: its contexts' cosine, local agreement and words.
+
+    Weights measured on held-out phrasings (docs/matching.md).
+    """
+    return (similarity + LOCAL_GATE * local + LEXICAL_GATE * lexical) / 2.0
 
 
 def acceptance(similarity: float, eta: float) -> float:
@@ -176,10 +185,16 @@ class ChunkMatcher:
         return status
 
     def _calibrate(self) -> Calibration:
+        """Background level: the best match score of ordinary text positions (no shared words)."""
         if len(self.index) == 0:
             return Calibration(background=0.4)
         bg = self.stats.background[:1000]
-        best = np.array([self.index.query(v, k=1)[1][0] for v in bg])
+        best = []
+        for row in bg:
+            labels, sims = self.index.query(row[: self.dim], k=8)
+            rows = np.fromiter((self._row_of[int(l)] for l in labels), dtype=np.int64, count=len(labels))
+            local = self._local[rows].astype(np.float32) @ row[self.dim:]
+            best.append(float(np.max(match_score(sims, local, 0.0))))
         return Calibration(background=float(np.quantile(best, 0.995)))
 
     # ------------------------------------------------------------ proposing
@@ -254,10 +269,9 @@ class Candidate:
 
     @property
     def choice(self) -> float:
-        """Which chunk: local agreement plus words."""
-        return self.local + LEXICAL_WEIGHT * self.lexical
+        """Which chunk: its contexts' cosine, local agreement and words."""
+        return self.similarity + self.local + LEXICAL_WEIGHT * self.lexical
 
     @property
     def match(self) -> float:
-        """Whether it goes here: its contexts' cosine, plus a little for shared words."""
-        return self.similarity + LEXICAL_GATE * self.lexical
+        return float(match_score(self.similarity, self.local, self.lexical))

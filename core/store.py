@@ -480,7 +480,7 @@ class ChunkStore:
         mean = np.frombuffer(row[1], dtype=np.float32)
         dim = mean.shape[0]
         whitener = np.frombuffer(row[2], dtype=np.float32).reshape(dim, dim)
-        background = np.frombuffer(row[3], dtype=np.float16).reshape(-1, dim).astype(np.float32)
+        background = np.frombuffer(row[3], dtype=np.float16).reshape(-1, 2 * dim).astype(np.float32)
         return mean, whitener, background
 
     def save_model_stats(self, model_id: int, source: str, mean: np.ndarray, whitener: np.ndarray,

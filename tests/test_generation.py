@@ -1,0 +1,101 @@
+"""Plain decoding against llama-cpp-python's own, and the loop's contracts."""
+import pytest
+
+from core.engine import GenerationRequest
+from core.errors import ChunkwiseError
+
+PROMPTS = [
+    "Dear Mr. Patel,\n\nThank you for your email about the",
+    "Subject: Team lunch on Friday\n\nHi all,\n\n",
+    "The three most important things to remember when writing a cover letter are",
+]
+
+
+@pytest.fixture(scope="module")
+def reference_llm():
+    from llama_cpp import Llama
+
+    from core.paths import bundled_model_path
+
+    llm = Llama(model_path=str(bundled_model_path()), n_ctx=2048, n_threads=2, verbose=False, seed=0)
+    yield llm
+    llm.close()
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_empty_store_equals_plain_greedy_decoding(make_engine, reference_llm, prompt):
+    engine = make_engine()
+    engine.refresh()
+    ours = engine.generate(GenerationRequest(prompt, max_tokens=40))
+    ref = reference_llm.create_completion(prompt, max_tokens=40, temperature=0.0, top_k=1)
+    assert ours.text == ref["choices"][0]["text"]
+    assert ours.stats.tokens == ref["usage"]["completion_tokens"]
+    assert ours.spans == [] and ours.stats.chunk_tokens == 0
+    assert ours.stats.forward_passes == ours.stats.tokens - (ours.stats.stop_reason == "length")
+
+
+def test_streamed_pieces_make_the_completion(make_engine):
+    engine = make_engine()
+    gen = engine.stream(GenerationRequest("Hello Sam, 😀 I wanted to say", max_tokens=20))
+    streamed = "".join(p.text for p in gen)
+    assert streamed == gen.completion().text and streamed
+
+
+def test_stop_sequences_cut_the_text(make_engine):
+    engine = make_engine()
+    full = engine.generate(GenerationRequest(PROMPTS[1], max_tokens=40)).text
+    stop = full.split()[2]
+    cut = engine.generate(GenerationRequest(PROMPTS[1], max_tokens=40, stop=[stop]))
+    assert stop not in cut.text and full.startswith(cut.text) and cut.stats.stop_reason == "stop"
+
+
+def test_cancellation_between_tokens(make_engine):
+    engine = make_engine()
+    calls = {"n": 0}
+
+    def cancelled():
+        calls["n"] += 1
+        return calls["n"] > 3
+
+    gen = engine.stream(GenerationRequest(PROMPTS[0], max_tokens=50), cancelled=cancelled)
+    done = gen.completion()
+    assert done.stats.stop_reason == "cancelled" and done.stats.tokens == 3
+
+
+def test_sampling_is_reproducible_with_a_seed(make_engine):
+    engine = make_engine()
+    req = GenerationRequest(PROMPTS[2], max_tokens=20, temperature=0.8, seed=42)
+    assert engine.generate(req).text == engine.generate(req).text
+
+
+def test_prompt_longer_than_the_window_is_truncated_from_the_left(make_engine):
+    engine = make_engine()
+    long_prompt = "This sentence is filler text for a long email. " * 250 + "In short, the answer is"
+    done = engine.generate(GenerationRequest(long_prompt, max_tokens=5))
+    assert done.notices and "were left out" in done.notices[0]
+    assert done.stats.prompt_tokens <= engine.runtime.n_ctx and done.stats.tokens == 5
+
+
+def test_chat_mode_follows_an_instruction(make_engine):
+    engine = make_engine()
+    done = engine.generate(GenerationRequest("Write a one-sentence email thanking Anna for the flowers.",
+                                             mode="chat", max_tokens=40))
+    assert "Anna" in done.text or "flowers" in done.text.lower()
+
+
+def test_bad_requests_are_refused(make_engine):
+    engine = make_engine()
+    with pytest.raises(ChunkwiseError, match="max_tokens"):
+        engine.stream(GenerationRequest("x", max_tokens=0))
+    with pytest.raises(ChunkwiseError, match="Unknown mode"):
+        engine.stream(GenerationRequest("x", mode="poem"))
+    with pytest.raises(ChunkwiseError, match="between 0 and 1"):
+        engine.threshold = 1.5
+
+
+def test_a_growing_draft_costs_only_its_new_tokens(make_engine):
+    engine = make_engine()
+    draft = "Hi Lena,\n\nthanks for the invitation to the workshop next"
+    first = engine.generate(GenerationRequest(draft, max_tokens=3))
+    second = engine.generate(GenerationRequest(draft + " week. I", max_tokens=3))
+    assert second.stats.prompt_reused >= first.stats.prompt_tokens - 1

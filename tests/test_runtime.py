@@ -1,0 +1,98 @@
+"""The llama.cpp runtime against the real default model."""
+import numpy as np
+import pytest
+
+from core.errors import ModelError
+from core.llama_runtime import LlamaRuntime, check_gguf
+
+
+@pytest.fixture(scope="module")
+def reference_tokenizer():
+    from llama_cpp import Llama
+
+    from core.paths import bundled_model_path
+
+    return Llama(model_path=str(bundled_model_path()), vocab_only=True, verbose=False)
+
+
+@pytest.mark.parametrize("text", ["Dear Anna,\n\nThanks for the report.", "Grüße 👋 — ok", " leading space", ""])
+def test_tokenize_matches_llama_cpp_python(runtime, reference_tokenizer, text):
+    assert runtime.tokenize(text) == reference_tokenizer.tokenize(text.encode(), add_bos=True, special=False)
+
+
+def test_detokenize_round_trips(runtime):
+    text = "Hello there, Grüße 👋\nsecond line"
+    assert runtime.detokenize(runtime.tokenize(text, add_special=False)) == text
+
+
+def test_eval_returns_logits_and_hidden_for_the_positions_asked(runtime):
+    runtime.reset()
+    toks = runtime.tokenize("The quick brown fox jumps over")
+    out = runtime.eval(toks, outputs=[1, len(toks) - 1])
+    assert out.logits.shape == (2, runtime.n_vocab)
+    assert out.hidden.shape == (2, runtime.n_embd)
+    assert out.positions.tolist() == [1, len(toks) - 1]
+    assert np.isfinite(out.hidden).all() and not np.allclose(out.hidden[0], out.hidden[1])
+    assert runtime.tokens == toks
+
+
+def test_sync_reuses_the_longest_shared_prefix(runtime):
+    runtime.reset()
+    base = runtime.tokenize("Dear Anna, thank you for the lovely dinner on Saturday.")
+    runtime.sync(base)
+    before = runtime.evaluated_tokens
+    grown = base + runtime.tokenize(" We had a great time.", add_special=False)
+    incremental = runtime.sync(grown)
+    assert runtime.evaluated_tokens - before == len(grown) - len(base)   # only the new tokens
+    # an edit in the middle reuses up to the first changed token
+    edited = base[:5] + runtime.tokenize(" Bob, thanks", add_special=False)
+    before = runtime.evaluated_tokens
+    runtime.sync(edited)
+    assert runtime.evaluated_tokens - before == len(edited) - 5
+    # incremental logits agree with a fresh evaluation
+    runtime.reset()
+    fresh = runtime.sync(grown)
+    assert np.argmax(fresh.logits[-1]) == np.argmax(incremental.logits[-1])
+    np.testing.assert_allclose(fresh.logits[-1], incremental.logits[-1], atol=0.05)
+
+
+def test_truncate_forgets_the_tail(runtime):
+    runtime.reset()
+    toks = runtime.tokenize("one two three four five")
+    runtime.sync(toks)
+    runtime.truncate(3)
+    assert runtime.tokens == toks[:3]
+    out = runtime.sync(toks)
+    assert runtime.tokens == toks and out.logits.shape[0] == 1
+
+
+def test_chat_template_is_the_models_own(runtime):
+    text = runtime.chat_prompt([{"role": "user", "content": "Hi"}])
+    assert "<|im_start|>user\nHi<|im_end|>" in text and text.rstrip().endswith("<|im_start|>assistant")
+
+
+def test_context_window_overflow_is_a_clear_error(runtime):
+    runtime.reset()
+    with pytest.raises(ModelError, match="context window"):
+        runtime.sync([runtime.bos] * (runtime.n_ctx + 1))
+
+
+def test_bad_model_files_get_clear_messages(tmp_path):
+    with pytest.raises(ModelError, match="not found"):
+        check_gguf(tmp_path / "missing.gguf")
+    text = tmp_path / "notes.gguf"
+    text.write_text("hello")
+    with pytest.raises(ModelError, match="Not a GGUF"):
+        check_gguf(text)
+    with pytest.raises(ModelError, match="folder"):
+        check_gguf(tmp_path)
+
+
+def test_truncated_gguf_does_not_crash(tmp_path):
+    from core.paths import bundled_model_path
+
+    cut = tmp_path / "cut.gguf"
+    with open(bundled_model_path(), "rb") as src:
+        cut.write_bytes(src.read(2 << 20))
+    with pytest.raises(ModelError, match="could not load"):
+        LlamaRuntime(cut)
