@@ -132,7 +132,7 @@ def _engine(args, with_store: bool = True):
     quiet = getattr(args, "json", False) and not sys.stderr.isatty()
     engine = Engine(args.model, store, n_ctx=getattr(args, "ctx", 2048), n_threads=getattr(args, "threads", None),
                     verbose=args.debug, progress=_Progress("Measuring the model on ordinary text", quiet))
-    if with_store:
+    if with_store and engine.store.count()[0] > 0:
         engine.refresh(progress=_Progress("Encoding chunk contexts", quiet))
     return engine
 
@@ -141,8 +141,12 @@ def cmd_generate(args) -> int:
     from .engine import GenerationRequest
 
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    from .engine import check_threshold
+
     if args.max_tokens < 1:
         raise ChunkwiseError("--max-tokens must be at least 1.")
+    if args.threshold is not None:
+        check_threshold(args.threshold)
     engine = _engine(args, with_store=not args.no_chunks)
     if args.threshold is not None:
         engine.threshold = args.threshold

@@ -152,7 +152,8 @@ class Decoder:
     def propose(self, state: _State) -> Proposal | None:
         if not self._hidden:
             return None
-        return self.matcher.propose(state.hidden, state.local, self._text, exclude=self._used_chunks)
+        return self.matcher.propose(state.hidden, state.local, self._text, exclude=self._used_chunks,
+                                    greedy=not self.s.sample_acceptance)
 
     def accept(self, proposal: Proposal) -> bool:
         if self.s.sample_acceptance:

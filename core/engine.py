@@ -123,6 +123,16 @@ class Generation:
         return Completion(text, spans, self.stats, self.notices)
 
 
+def check_threshold(value: float) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ChunkwiseError(f"The threshold must be a number between 0 and 1 (got {value!r}).") from None
+    if not 0.0 <= value <= 1.0:
+        raise ChunkwiseError(f"The threshold must be between 0 and 1 (got {value}).")
+    return value
+
+
 class Engine:
     """A loaded model plus a chunk store, ready to generate."""
 
@@ -138,9 +148,17 @@ class Engine:
             self.store = ChunkStore(store if store is not None else ":memory:")
         rt = self.runtime
         self.model_id = self.store.model_id(rt.identity, rt.name, rt.n_embd)
-        self.stats = self._model_stats(progress)
-        self.matcher = ChunkMatcher(self.stats, threshold)
+        self._progress = progress
+        self._threshold = threshold
+        self._matcher: ChunkMatcher | None = None   # built on first need (measures the model once)
+        self._refreshed = False
         self.index_status = ""
+
+    @property
+    def matcher(self) -> ChunkMatcher:
+        if self._matcher is None:
+            self._matcher = ChunkMatcher(self._model_stats(self._progress), self._threshold)
+        return self._matcher
 
     # ------------------------------------------------------------ set-up
 
@@ -186,17 +204,18 @@ class Engine:
             if progress:
                 progress(done, len(pending))
         self.index_status = self.matcher.load(self.store, self.model_id, self.runtime.identity, self.index_path)
+        self._refreshed = True
         return done
 
     @property
     def threshold(self) -> float:
-        return self.matcher.threshold
+        return self._threshold
 
     @threshold.setter
     def threshold(self, value: float) -> None:
-        if not 0.0 <= float(value) <= 1.0:
-            raise ChunkwiseError(f"The threshold must be between 0 and 1 (got {value}).")
-        self.matcher.threshold = float(value)
+        self._threshold = check_threshold(value)
+        if self._matcher is not None:
+            self._matcher.threshold = self._threshold
 
     # ------------------------------------------------------------ generation
 
@@ -233,7 +252,12 @@ class Engine:
         sampler = Sampler(request.temperature, request.top_p, request.top_k, request.seed)
         settings = DecodeSettings(request.max_tokens, sampler, tuple(request.stop), request.use_chunks,
                                   request.sample_acceptance)
-        decoder = Decoder(self.runtime, self.matcher, settings, cancelled)
+        matcher = None
+        if request.use_chunks and self.store.count()[0] > 0:
+            if not self._refreshed:
+                self.refresh(self._progress)
+            matcher = self.matcher
+        decoder = Decoder(self.runtime, matcher, settings, cancelled)
         generation = Generation(decoder, tokens, text, notices)
         generation.stats.truncated_tokens = max(0, len(self.prompt_tokens(request)[0]) - len(tokens)) \
             if notices else 0

@@ -31,14 +31,13 @@ SIDE_FORMAT = 1
 class VectorIndex:
     """hnswlib wrapper: cosine space, labels = encoding ids, growable."""
 
-    def __init__(self, dim: int, capacity: int = 1024, ef: int = 96, m: int = 16):
+    def __init__(self, dim: int, capacity: int = 1024, ef: int = 32, m: int = 16):
         import hnswlib
 
         self.dim = dim
         self._ef = ef
         self._index = hnswlib.Index(space="cosine", dim=dim)
-        self._index.init_index(max_elements=max(16, capacity), ef_construction=128, M=m,
-                               allow_replace_deleted=True)
+        self._index.init_index(max_elements=max(16, capacity), ef_construction=128, M=m)
         self._index.set_ef(ef)
         self.hashes: dict[int, str] = {}  # live label -> source hash
 
@@ -61,21 +60,16 @@ class VectorIndex:
         labels = np.asarray(labels, dtype=np.int64)
         fresh = [i for i, lab in enumerate(labels.tolist()) if lab not in self.hashes]
         self._reserve(len(fresh))
-        # Labels that exist (live or deleted) are updated in place by hnswlib;
-        # a deleted label must be revived first.
-        for lab in labels.tolist():
-            if lab not in self.hashes and self._has_label(lab):
-                self._index.unmark_deleted(lab)
-        self._index.add_items(vectors, labels, num_threads=1, replace_deleted=False)
+        # hnswlib updates a label that exists in place, reviving it if deleted.
+        # Bulk builds use every core; single updates stay on the calling thread.
+        self._index.add_items(vectors, labels, num_threads=-1 if len(labels) >= 1000 else 1)
         for lab, h in zip(labels.tolist(), hashes):
             self.hashes[int(lab)] = h
 
-    def _has_label(self, label: int) -> bool:
-        try:
-            self._index.get_items([label])
-            return True
-        except RuntimeError:
-            return False
+    @property
+    def dead(self) -> int:
+        """Deleted elements still taking space in the graph."""
+        return self._index.get_current_count() - len(self.hashes)
 
     def remove(self, labels: Sequence[int]) -> None:
         for lab in labels:
@@ -133,6 +127,8 @@ class VectorIndex:
         if path is not None and Path(path).exists() and sidecar_path(path).exists():
             index = cls._try_load(Path(path), model_identity, dim)
             status = "loaded" if index is not None else "rebuilt"
+        if index is not None and index.dead > max(1000, len(wanted) // 2):
+            index, status = None, "rebuilt"   # mostly deleted elements: compact by rebuilding
         if index is None:
             index = cls(dim, capacity=len(wanted) + 16)
         stale = [lab for lab, h in index.hashes.items() if wanted.get(lab) != h]
@@ -159,9 +155,9 @@ class VectorIndex:
                 return None
             hashes = {int(k): str(v) for k, v in side["labels"].items()}
             obj = cls.__new__(cls)
-            obj.dim, obj._ef = dim, 96
+            obj.dim, obj._ef = dim, 32
             obj._index = hnswlib.Index(space="cosine", dim=dim)
-            obj._index.load_index(str(path), max_elements=max(16, len(hashes) + 16), allow_replace_deleted=True)
+            obj._index.load_index(str(path), max_elements=max(16, len(hashes) + 16))
             obj._index.set_ef(obj._ef)
             present = set(int(x) for x in obj._index.get_ids_list())
             if not set(hashes) <= present:

@@ -10,7 +10,7 @@ measured steps:
 1. **Slot gate** -- is this a place where some stored chunk goes?  The query
    is the state *after* the newest token (it predicts the next one), whitened
    with the model's statistics of ordinary text; an HNSW index over the
-   stored contexts' whitened vectors returns the nearest 32.  No entry
+   stored contexts' whitened vectors returns the nearest 16.  No entry
    token filter: "call me at", "call me on" and "my number:" all lead into
    the same chunk.
 2. **Chunk choice** -- which chunk?  Among the candidates, the one whose
@@ -41,7 +41,7 @@ from .encoding import BACKGROUND_FILE, ModelStats
 from .index import VectorIndex
 from .store import ChunkStore
 
-CANDIDATES = 32          # nearest contexts fetched per step
+CANDIDATES = 16          # nearest contexts fetched per step
 LEXICAL_WEIGHT = 0.3     # weight of word overlap in the chunk choice
 LOCAL_GATE = 0.6         # weight of local agreement in the match score
 LEXICAL_GATE = 0.4       # weight of word overlap in the match score
@@ -128,14 +128,26 @@ class _Lexicon:
         self._n = len(docs)
         self._df = df
 
-    def idf(self, word: str) -> float:
-        return math.log((self._n + 1) / (self._df.get(word, 0) + 0.5))
+        self._idf: dict[str, float] = {}
+        self._last: tuple[str, dict[str, float], float] = ("", {}, 0.0)
 
-    def overlap(self, query: set[str], chunk_words: set[str]) -> float:
-        total = sum(self.idf(w) for w in query)
+    def idf(self, word: str) -> float:
+        value = self._idf.get(word)
+        if value is None:
+            value = self._idf[word] = math.log((self._n + 1) / (self._df.get(word, 0) + 0.5))
+        return value
+
+    def weigh(self, sentence: str) -> tuple[dict[str, float], float]:
+        """IDF weights of a sentence's words and their total (cached for the last sentence)."""
+        if sentence != self._last[0]:
+            weights = {w: self.idf(w) for w in set(words(sentence))}
+            self._last = (sentence, weights, sum(weights.values()))
+        return self._last[1], self._last[2]
+
+    def overlap(self, weights: dict[str, float], total: float, chunk_words: set[str]) -> float:
         if total <= 0:
             return 0.0
-        return sum(self.idf(w) for w in query & chunk_words) / total
+        return sum(v for w, v in weights.items() if w in chunk_words) / total
 
 
 class ChunkMatcher:
@@ -204,12 +216,14 @@ class ChunkMatcher:
         return self.calibration.eta(self.threshold)
 
     def candidates(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
-                   exclude: Iterable[int] = ()) -> list["Candidate"]:
+                   exclude: Iterable[int] = (), min_match: float | None = None) -> list["Candidate"]:
         """Scored candidate chunks for the state after the newest token, best choice first.
 
         *hidden*: (d,) state after the newest token; *hidden_local*: (d,)
         mean of the last few states; *text*: the text so far (for words and
-        to skip chunks already written there).
+        to skip chunks already written there).  With *min_match*, returns
+        nothing as soon as no candidate could reach it even with every word
+        shared -- most steps of ordinary text end there, cheaply.
         """
         if len(self.index) == 0:
             return []
@@ -219,7 +233,9 @@ class ChunkMatcher:
             return []
         rows = np.fromiter((self._row_of[int(l)] for l in labels), dtype=np.int64, count=len(labels))
         local = self._local[rows].astype(np.float32) @ query[1]                # (k,)
-        sentence = set(words(current_sentence(text)))
+        if min_match is not None and float(match_score(sims, local, 1.0).max()) < min_match:
+            return []
+        weights, total = self.lexicon.weigh(current_sentence(text))
         skip, recent = set(exclude), text[-2000:]
         by_chunk: dict[int, Candidate] = {}
         for i, row in enumerate(rows.tolist()):
@@ -232,7 +248,7 @@ class ChunkMatcher:
                 continue
             seen = by_chunk.get(chunk_id)
             if seen is None:
-                lex = self.lexicon.overlap(sentence, info["words"])
+                lex = self.lexicon.overlap(weights, total, info["words"])
                 by_chunk[chunk_id] = Candidate(chunk_id, int(labels[i]), float(sims[i]), float(local[i]), lex)
             else:
                 seen.similarity = max(seen.similarity, float(sims[i]))
@@ -241,9 +257,14 @@ class ChunkMatcher:
         return ranked
 
     def propose(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
-                exclude: Iterable[int] = ()) -> Proposal | None:
-        """The chunk to offer at this step with its acceptance probability, or None."""
-        ranked = self.candidates(hidden, hidden_local, text, exclude)
+                exclude: Iterable[int] = (), greedy: bool = True) -> Proposal | None:
+        """The chunk to offer at this step with its acceptance probability, or None.
+
+        *greedy*: the caller accepts only when q >= 0.5, so weaker matches are
+        not worth scoring; with sampled acceptance any q > 0 counts.
+        """
+        floor = self.calibration.raw_cutoff(self.threshold) if greedy else max(self.eta, self.calibration.background)
+        ranked = self.candidates(hidden, hidden_local, text, exclude, min_match=floor)
         if not ranked:
             return None
         best = ranked[0]

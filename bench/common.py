@@ -1,0 +1,52 @@
+"""Helpers shared by the benchmark scripts: machine description, tables, plots."""
+from __future__ import annotations
+
+import os
+import platform
+import time
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "out"
+DOCS_IMG = Path(__file__).resolve().parents[1] / "docs" / "img"
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        mem = 0
+    import llama_cpp
+
+    return (f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Python {platform.python_version()}, "
+            f"llama-cpp-python {llama_cpp.__version__}")
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    cells = [[str(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
+    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(r) for r in cells])
+
+
+def save_plot(fig, name: str) -> Path:
+    DOCS_IMG.mkdir(parents=True, exist_ok=True)
+    path = DOCS_IMG / name
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    return path
+
+
+class Timer:
+    def __enter__(self):
+        self.t = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.t

@@ -1,0 +1,148 @@
+"""Decoding speed, side by side in one run, same model, same threads:
+
+  llama-cpp-python   Llama.create_completion, greedy (the baseline)
+  chunkwise plain    Engine.generate with an empty store (must give the same text)
+  chunkwise + PII    Engine.generate with the paper's PII profile stored, on email prompts
+                     that ask for contact details: forward passes saved (FPS) and time
+                     per token saved (TTS) as in the CD-LM paper, section 6.1
+
+Runs alternate between the two systems (A B A B ...) so that machine noise hits both.
+
+    python bench/decoding.py [--repeats 3] [--max-tokens 64]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import machine, save_plot, table  # noqa: E402
+from core import ChunkStore, Engine, GenerationRequest  # noqa: E402
+from core.paths import bundled_model_path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PLAIN_PROMPTS = [
+    "Dear Mr. Patel,\n\nThank you for your email about the",
+    "Subject: Team lunch on Friday\n\nHi all,\n\n",
+    "Hi Maria,\n\nI hope you are well. I am writing to ask whether",
+    "Dear hiring manager,\n\nI am excited to apply for the position of",
+    "Hello team,\n\nA quick update on the quarterly report:",
+    "Hi Sam,\n\nSorry for the late reply. Regarding the budget,",
+]
+PII_PROMPTS = [
+    "Hi Tom,\n\nThanks for the call today. If anything comes up, please give me a call at",
+    "Dear Anna,\n\nThe contract is ready. Please mail the signed copy to our office at",
+    "Hello,\n\nThanks for your interest in the project. The code is on GitHub at",
+    "Hi Lee,\n\nGreat meeting you at the conference. Let's connect on LinkedIn:",
+    "Dear customer,\n\nMore details about the new plans are on our website:",
+    "Hi Jo,\n\nI will be travelling next week. For anything urgent, send your questions by email to",
+]
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--max-tokens", type=int, default=64)
+    args = ap.parse_args()
+    from llama_cpp import Llama
+
+    model = bundled_model_path()
+    ref = Llama(model_path=str(model), n_ctx=2048, n_threads=2, verbose=False)
+    plain = Engine(model, ChunkStore(":memory:"), n_threads=2)
+    pii = Engine(model, ChunkStore(":memory:"), n_threads=2)
+    profile = json.loads((ROOT / "tests/data/pii_profile_paper.json").read_text())
+    for field, entry in profile.items():
+        if not field.startswith("_"):
+            pii.store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
+    pii.refresh()
+    n = args.max_tokens
+
+    def run_ref(p):
+        r = ref.create_completion(p, max_tokens=n, temperature=0.0, top_k=1)
+        return r["choices"][0]["text"], r["usage"]["completion_tokens"]
+
+    print(f"Machine: {machine()}\nModel: {model.name}, greedy, max {n} tokens, {args.repeats} alternating repeats\n")
+    # -- plain decoding vs llama-cpp-python ---------------------------------
+    rows, ratios, same_all = [], [], True
+    ref_rates, our_rates = [], []
+    for prompt in PLAIN_PROMPTS:
+        ref_t, our_t, ref_n, our_n = [], [], 0, 0
+        for _ in range(args.repeats):
+            ref.reset()
+            plain.runtime.reset()
+            (rtext, ref_n), t1 = timed(lambda: run_ref(prompt))
+            comp, t2 = timed(lambda: plain.generate(GenerationRequest(prompt, max_tokens=n)))
+            ref_t.append(t1)
+            our_t.append(t2)
+            our_n = comp.stats.tokens
+            same = comp.text == rtext
+            same_all &= same
+        r_rate, o_rate = ref_n / statistics.median(ref_t), our_n / statistics.median(our_t)
+        ref_rates.append(r_rate)
+        our_rates.append(o_rate)
+        ratios.append(o_rate / r_rate)
+        rows.append([repr(prompt[:32]) + "...", ref_n, f"{r_rate:.1f}", f"{o_rate:.1f}", f"{o_rate / r_rate:.3f}",
+                     "yes" if same else "NO"])
+    print("Plain decoding, empty store (tokens/s include the prompt's prefill):")
+    print(table(["prompt", "tokens", "llama-cpp-python tok/s", "chunkwise tok/s", "ratio", "same text"], rows))
+    print(f"median ratio chunkwise / llama-cpp-python: {statistics.median(ratios):.3f}; "
+          f"identical output on all prompts: {same_all}\n")
+
+    # -- chunk insertion ------------------------------------------------------
+    rows, fps_all, tts_all = [], [], []
+    for prompt in PII_PROMPTS:
+        base_t, cd_t = [], []
+        for _ in range(args.repeats):
+            plain.runtime.reset()
+            pii.runtime.reset()
+            base, t1 = timed(lambda: plain.generate(GenerationRequest(prompt, max_tokens=n)))
+            cd, t2 = timed(lambda: pii.generate(GenerationRequest(prompt, max_tokens=n), record_use=False))
+            base_t.append(t1)
+            cd_t.append(t2)
+        s = cd.stats
+        fps = 1 - s.forward_passes / max(1, s.tokens)
+        tts = 1 - (statistics.median(cd_t) / s.tokens) / (statistics.median(base_t) / base.stats.tokens)
+        fps_all.append(fps)
+        tts_all.append(tts)
+        used = ", ".join(sp.label for sp in cd.spans) or "-"
+        rows.append([repr(prompt[-34:]), s.tokens, s.forward_passes, s.chunk_tokens, used,
+                     f"{100 * fps:.1f}%", f"{100 * tts:.1f}%"])
+    print("Chunk insertion (PII profile stored, 4 prefixes per field):")
+    print(table(["prompt (end)", "tokens", "forward passes", "chunk tokens", "chunks", "FPS", "TTS"], rows))
+    print(f"mean FPS {100 * statistics.mean(fps_all):.1f}%, mean TTS {100 * statistics.mean(tts_all):.1f}%")
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    x = range(len(PLAIN_PROMPTS))
+    axes[0].bar([i - 0.2 for i in x], ref_rates, width=0.4, label="llama-cpp-python")
+    axes[0].bar([i + 0.2 for i in x], our_rates, width=0.4, label="chunkwise (empty store)")
+    axes[0].set_xlabel("prompt")
+    axes[0].set_ylabel("tokens / s")
+    axes[0].set_title("Plain greedy decoding")
+    axes[0].legend(fontsize=7)
+    axes[1].bar([i - 0.2 for i in x], [100 * f for f in fps_all], width=0.4, label="forward passes saved")
+    axes[1].bar([i + 0.2 for i in x], [100 * t for t in tts_all], width=0.4, label="time per token saved")
+    axes[1].set_xlabel("PII prompt")
+    axes[1].set_ylabel("%")
+    axes[1].set_title("Chunk insertion (PII store)")
+    axes[1].legend(fontsize=7)
+    print("plot:", save_plot(fig, "decoding.png"))
+
+
+if __name__ == "__main__":
+    main()

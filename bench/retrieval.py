@@ -1,0 +1,173 @@
+"""Chunk proposal latency and memory at 10k and 100k stored contexts (1M with --million).
+
+The stored context vectors are synthetic but shaped like the model's own: drawn
+with the mean and covariance of the default model's hidden states over ordinary
+email text (ModelStats), five contexts per chunk around a chunk centre (sibling
+contexts of a real chunk are similar too).  Queries: real hidden states of the
+model on email prompts (most match nothing, as in real typing) and "near" queries,
+new draws around stored chunk centres (they should find their chunk).  Timed: one
+full ``ChunkMatcher.propose`` (whitening, HNSW k=16, re-ranking, words), as the
+decode loop calls it once per step.  HNSW recall: for near queries, how often the
+approximate search returns the exact nearest context (brute force).
+
+    python bench/retrieval.py [--million]
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import machine, save_plot, table  # noqa: E402
+from core import ChunkStore, Engine  # noqa: E402
+from core.matching import ChunkMatcher  # noqa: E402
+from core.store import source_hash  # noqa: E402
+
+PROMPTS = [
+    "Hi Tom,\n\nThanks for the call today. If anything comes up, please give me a call at",
+    "Dear Anna,\n\nThe contract is ready. Please mail the signed copy to our office at",
+    "Hello team,\n\nA quick update on the quarterly report: the numbers look good and",
+    "Hi Sam,\n\nSorry for the late reply. Regarding the budget, I think we should",
+]
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+CENTRE, SPREAD = 0.8, 0.6   # context = centre of its chunk + its own noise (sibling cosine ~0.64)
+
+
+def fill_store(store: ChunkStore, model_id: int, stats, n_contexts: int, per_chunk: int = 5, seed: int = 0):
+    """n_contexts synthetic encodings in one transaction per 50k rows; returns chunk centres."""
+    rng = np.random.default_rng(seed)
+    colour = np.linalg.inv(stats.whitener).astype(np.float32)         # C^(1/2)
+    conn = store.db.conn
+    made = 0
+    centres = []
+    while made < n_contexts:
+        batch = min(50_000, n_contexts - made)
+        n_chunks = batch // per_chunk
+        conn.execute("BEGIN")
+        first = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0] + 1
+        conn.executemany("INSERT INTO chunks (id, text, kind, label, use_count) VALUES (?,?,?,?,0)",
+                         [(first + i, f"synthetic chunk {first + i}", "snippet", f"s{first + i}")
+                          for i in range(n_chunks)])
+        ctx_first = conn.execute("SELECT coalesce(max(id), 0) FROM contexts").fetchone()[0] + 1
+        rows = [(ctx_first + j, first + j // per_chunk, f"context {ctx_first + j}") for j in range(batch)]
+        conn.executemany("INSERT INTO contexts (id, chunk_id, text) VALUES (?,?,?)", rows)
+        centre = rng.standard_normal((n_chunks, colour.shape[0]), dtype=np.float32)
+        centres.append(centre)
+        z = CENTRE * np.repeat(centre, per_chunk, axis=0) + SPREAD * rng.standard_normal(
+            (batch, colour.shape[0]), dtype=np.float32)
+        raw = stats.mean + z @ colour
+        local = stats.mean + (0.7 * z + 0.3 * rng.standard_normal(z.shape, dtype=np.float32)) @ colour
+        conn.executemany(
+            "INSERT INTO encodings (context_id, model_id, entry_token, chunk_tokens, vector, vector_local, source_hash)"
+            " VALUES (?,?,?,?,?,?,?)",
+            [(cid, model_id, 1, np.array([1, 2, 3], np.int32).tobytes(), raw[j].astype(np.float16).tobytes(),
+              local[j].astype(np.float16).tobytes(), source_hash(text, f"synthetic chunk {chunk}"))
+             for j, (cid, chunk, text) in enumerate(rows)])
+        conn.commit()
+        made += batch
+    return np.vstack(centres), colour
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--million", action="store_true", help="also 1,000,000 contexts (about 3 GB, slow to build)")
+    ap.add_argument("--queries", type=int, default=2000)
+    args = ap.parse_args()
+    sizes = [10_000, 100_000] + ([1_000_000] if args.million else [])
+    engine = Engine(n_threads=2)
+    stats = engine.matcher.stats
+    rt = engine.runtime
+    queries = []
+    for p in PROMPTS:
+        toks = rt.tokenize(p)
+        rt.reset()
+        out = rt.eval(toks, outputs="all")
+        for i in range(3, len(toks)):
+            queries.append((out.hidden[i], out.hidden[i - 2:i + 1].mean(axis=0), rt.detokenize(toks[1:i + 1])))
+    print(f"Machine: {machine()}\nModel: {rt.name} (dim {rt.n_embd}); {len(queries)} distinct real query states, "
+          f"{args.queries} timed proposals per size\n")
+    rows, lat = [], {}
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            store = ChunkStore(Path(tmp) / "chunks.db")
+            model_id = store.model_id(rt.identity, rt.name, rt.n_embd)
+            centres, colour = fill_store(store, model_id, stats, n)
+            gc.collect()
+            before = rss_mb()
+            matcher = ChunkMatcher(stats)
+            t = time.perf_counter()
+            matcher.load(store, model_id, rt.identity, Path(tmp) / "index.hnsw")
+            build = time.perf_counter() - t
+            mem = rss_mb() - before
+            t = time.perf_counter()
+            ChunkMatcher(stats).load(store, model_id, rt.identity, Path(tmp) / "index.hnsw")
+            reload = time.perf_counter() - t
+            rng = np.random.default_rng(1)
+            near_idx = rng.integers(0, len(centres), 200)
+            z = CENTRE * centres[near_idx] + SPREAD * rng.standard_normal((200, colour.shape[0]), dtype=np.float32)
+            near = stats.mean + z @ colour
+            times = []
+            for i in range(args.queries):
+                if i % 2:
+                    h, loc, text = queries[i % len(queries)]
+                else:
+                    h = loc = near[(i // 2) % len(near)]
+                    text = "Hello, "
+                t = time.perf_counter_ns()
+                matcher.propose(h, loc, text)
+                times.append((time.perf_counter_ns() - t) / 1e6)
+            times = np.array(times)
+            # HNSW recall on near queries against brute force over all stored keys
+            labels = np.array(sorted(matcher.index.hashes))
+            keys = stats.transform(store.encoding_vectors(labels.tolist(), "vector"))
+            qn = stats.transform(near)
+            chunk_of = store.context_owner()
+            ctx_of = {r.label: r.context_id for r in store.valid_encodings(model_id)}
+            exact = [chunk_of[ctx_of[int(l)]] for l in labels[np.argmax(qn @ keys.T, axis=1)]]
+            approx = [chunk_of[ctx_of[int(matcher.index.query(q, k=16)[0][0])]] for q in qn]
+            recall = float(np.mean(np.array(exact) == np.array(approx)))
+            del keys
+            lat[n] = times
+            files = (Path(tmp) / "chunks.db").stat().st_size / 2**20, (Path(tmp) / "index.hnsw").stat().st_size / 2**20
+            rows.append([f"{n:,}", f"{np.percentile(times, 50):.3f}", f"{np.percentile(times, 90):.3f}",
+                         f"{np.percentile(times, 99):.3f}", f"{build:.1f}", f"{reload:.1f}", f"{mem:.0f}",
+                         f"{files[0]:.0f}", f"{files[1]:.0f}", f"{recall:.3f}"])
+            store.close()
+            del matcher
+    sys.stdout.flush()
+    print(table(["contexts", "p50 ms", "p90 ms", "p99 ms", "first build s", "reload s", "RAM MB",
+                 "database MB", "index MB", "HNSW: right chunk first (near)"], rows))
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.boxplot([lat[n] for n in sizes], tick_labels=[f"{n:,}" for n in sizes], showfliers=False, whis=(1, 99))
+    ax.axhline(1.0, color="red", linestyle="--", label="1 ms budget")
+    ax.set_xlabel("stored contexts")
+    ax.set_ylabel("proposal latency, ms (whiskers p1-p99)")
+    ax.legend(fontsize=8)
+    print("plot:", save_plot(fig, "retrieval.png"))
+
+
+if __name__ == "__main__":
+    main()

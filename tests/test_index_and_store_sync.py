@@ -1,0 +1,71 @@
+"""The persisted HNSW index never disagrees with the database."""
+import numpy as np
+
+from core.index import VectorIndex, sidecar_path
+from core.store import ChunkStore
+from tests.conftest import paper_profile
+
+
+def _vectors(n, dim=8, seed=0):
+    v = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_upsert_remove_query():
+    idx = VectorIndex(dim=8, capacity=4)
+    vecs = _vectors(50)
+    idx.upsert(list(range(50)), vecs, [f"h{i}" for i in range(50)])       # grows past capacity
+    labels, sims = idx.query(vecs[7], k=3)
+    assert labels[0] == 7 and np.isclose(sims[0], 1.0, atol=1e-5)
+    idx.remove([7])
+    assert 7 not in idx.query(vecs[7], k=3)[0].tolist()
+    idx.upsert([7], vecs[8:9], ["changed"])                               # revive with a new vector
+    assert idx.query(vecs[8], k=2)[0].tolist()[:2] in ([7, 8], [8, 7])
+
+
+def test_load_repairs_a_stale_index(tmp_path):
+    path = tmp_path / "x.hnsw"
+    vecs = _vectors(20)
+    idx = VectorIndex(dim=8)
+    idx.upsert(list(range(10)), vecs[:10], ["a"] * 10)
+    idx.save(path, "model-A")
+    wanted = {i: "a" for i in range(3, 15)}          # 0-2 deleted, 10-14 new
+    wanted[5] = "b"                                   # 5 changed
+    fetch = lambda labels: vecs[np.asarray(labels)]
+    loaded, status = VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch)
+    assert status == "repaired" and loaded.hashes == wanted
+    assert set(loaded.query(vecs[0], k=20)[0].tolist()) == set(wanted)
+    # another model's index, or a broken sidecar, is rebuilt from the database
+    _, status = VectorIndex.load_or_build(path, "model-B", 8, wanted, fetch)
+    assert status == "rebuilt"
+    sidecar_path(path).write_text("{not json")
+    rebuilt, status = VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch)
+    assert status == "rebuilt" and rebuilt.hashes == wanted
+    path.write_bytes(b"garbage")
+    rebuilt.save(path, "model-A")
+    _, status = VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch)
+    assert status == "loaded"
+
+
+def test_engine_keeps_the_index_in_step_with_the_store(tmp_path, make_engine):
+    db = tmp_path / "chunks.db"
+    engine = make_engine(store=ChunkStore(db))
+    profile = paper_profile()
+    for field in ("phone", "email"):
+        engine.store.add_chunk(profile[field]["value"], "pii", profile[field]["contexts"][:3], label=field)
+    assert engine.refresh() == 6
+    assert engine.index_status == "rebuilt" and engine.index_path.exists()
+    assert (engine.index_path.stat().st_mode & 0o777) == 0o600
+    assert engine.refresh() == 0 and engine.index_status == "loaded"
+    # the database changes behind the index's back (another process, a crash before saving)
+    engine.store.add_chunk(profile["website"]["value"], "pii", profile["website"]["contexts"][:2], label="website")
+    (email,) = [c for c in engine.store.list_chunks() if c.label == "email"]
+    engine.store.remove_chunk(email.id)
+    engine.refresh()
+    assert engine.index_status == "repaired"
+    assert len(engine.matcher) == 5
+    labels = {r.label for r in engine.store.valid_encodings(engine.model_id)}
+    assert set(engine.matcher.index.hashes) == labels
+    engine.index_path.unlink()
+    engine.refresh()
+    assert engine.index_status == "rebuilt" and len(engine.matcher) == 5
