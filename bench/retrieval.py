@@ -40,6 +40,16 @@ PROMPTS = [
 ]
 
 
+def _trim() -> None:
+    """Give freed heap back to the OS so RSS differences measure what stays."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:
+        pass
+
+
 def rss_mb() -> float:
     with open("/proc/self/status") as fh:
         for line in fh:
@@ -111,6 +121,7 @@ def main() -> None:
             model_id = store.model_id(rt.identity, rt.name, rt.n_embd)
             centres, colour = fill_store(store, model_id, stats, n)
             gc.collect()
+            _trim()
             before = rss_mb()
             matcher = ChunkMatcher(stats)
             t = time.perf_counter()
@@ -142,8 +153,8 @@ def main() -> None:
             chunk_of = store.context_owner()
             ctx_of = {r.label: r.context_id for r in store.valid_encodings(model_id)}
             exact = [chunk_of[ctx_of[int(l)]] for l in labels[np.argmax(qn @ keys.T, axis=1)]]
-            approx = [chunk_of[ctx_of[int(matcher.index.query(q, k=16)[0][0])]] for q in qn]
-            recall = float(np.mean(np.array(exact) == np.array(approx)))
+            found = [{chunk_of[ctx_of[int(l)]] for l in matcher.index.query(q, k=16)[0]} for q in qn]
+            recall = float(np.mean([e in f for e, f in zip(exact, found)]))
             del keys
             lat[n] = times
             files = (Path(tmp) / "chunks.db").stat().st_size / 2**20, (Path(tmp) / "index.hnsw").stat().st_size / 2**20
@@ -154,7 +165,7 @@ def main() -> None:
             del matcher
     sys.stdout.flush()
     print(table(["contexts", "p50 ms", "p90 ms", "p99 ms", "first build s", "reload s", "RAM MB",
-                 "database MB", "index MB", "HNSW: right chunk first (near)"], rows))
+                 "database MB", "index MB", "exact best chunk among HNSW 16 (near)"], rows))
     import matplotlib
 
     matplotlib.use("Agg")

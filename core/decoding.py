@@ -145,7 +145,7 @@ class Decoder:
         self.stats.prompt_tokens = len(tokens)
         self.stats.prompt_reused = min(self.rt.common_prefix(tokens), len(tokens) - 1)
         window = min(LOCAL_WINDOW, len(tokens)) if self._hidden else 1
-        out = self.rt.sync(tokens, last=window, hidden=self._hidden)   # logits (w, V), hidden (w, d)
+        out = self.rt.sync(tokens, last=window, hidden=self._hidden, copy=False)   # logits (w, V), hidden (w, d)
         self._recent_hidden = list(out.hidden)
         return self._state(out.logits[-1])
 
@@ -184,7 +184,7 @@ class Decoder:
     def decode_step(self, tokens: list[int]) -> _State:
         """One llama_decode of the new tokens; outputs for the last few of them."""
         want = range(max(0, len(tokens) - LOCAL_WINDOW), len(tokens)) if self._hidden else [len(tokens) - 1]
-        out = self.rt.eval(tokens, outputs=want, hidden=self._hidden)   # logits (w, V), hidden (w, d)
+        out = self.rt.eval(tokens, outputs=want, hidden=self._hidden, copy=False)  # logits (w, V), hidden (w, d)
         self.stats.forward_passes += 1
         self._recent_hidden = (self._recent_hidden + list(out.hidden))[-LOCAL_WINDOW:]
         return self._state(out.logits[-1])

@@ -268,7 +268,7 @@ class LlamaRuntime:
             i += 1
         return i
 
-    def sync(self, tokens: Sequence[int], last: int = 1, hidden: bool = True) -> Outputs:
+    def sync(self, tokens: Sequence[int], last: int = 1, hidden: bool = True, copy: bool = True) -> Outputs:
         """Make the cache hold exactly *tokens*; return outputs for the last *last* of them.
 
         Only the tokens after the longest prefix shared with the cache are
@@ -282,11 +282,12 @@ class LlamaRuntime:
         keep = min(self.common_prefix(tokens), len(tokens) - last)
         self.truncate(keep)
         n = len(tokens) - keep
-        return self.eval(tokens[keep:], outputs=range(n - last, n), hidden=hidden)
+        return self.eval(tokens[keep:], outputs=range(n - last, n), hidden=hidden, copy=copy)
 
     # ------------------------------------------------------------ evaluation
 
-    def eval(self, tokens: Sequence[int], outputs: str | Sequence[int] = "last", hidden: bool = True) -> Outputs:
+    def eval(self, tokens: Sequence[int], outputs: str | Sequence[int] = "last", hidden: bool = True,
+             copy: bool = True) -> Outputs:
         """Append *tokens* to the cache in as few decodes as the batch size allows.
 
         *outputs*: ``"last"``, ``"all"``, or indices into *tokens* whose
@@ -294,6 +295,8 @@ class LlamaRuntime:
         in ascending order.  ``hidden=False`` runs llama.cpp exactly as
         llama-cpp-python's ``Llama`` does (embeddings off), which keeps plain
         decoding bit-identical to it; ``Outputs.hidden`` is then empty.
+        ``copy=False`` returns a single logits row as a view into llama.cpp's
+        buffer (no 200 KB copy per token), valid until the next decode.
         """
         n = len(tokens)
         if n == 0:
@@ -314,10 +317,13 @@ class LlamaRuntime:
             for i in local:
                 logits_rows.append(self._row(self._lib.llama_get_logits_ith, i, self.n_vocab))
                 if hidden:
-                    hidden_rows.append(self._row(self._lib.llama_get_embeddings_ith, i, self.n_embd))
+                    hidden_rows.append(self._row(self._lib.llama_get_embeddings_ith, i, self.n_embd).copy())
                 pos_rows.append(len(self.tokens) - (end - start) + i)
+            if copy or len(segments) > 1:   # a later decode overwrites the buffer
+                logits_rows = [row.copy() for row in logits_rows]
         hidden_arr = np.stack(hidden_rows) if hidden else np.empty((len(logits_rows), 0), np.float32)
-        return Outputs(np.stack(logits_rows), hidden_arr, np.asarray(pos_rows))
+        logits = logits_rows[0][None, :] if len(logits_rows) == 1 else np.stack(logits_rows)
+        return Outputs(logits, hidden_arr, np.asarray(pos_rows))
 
     def _plain_segments(self, n: int) -> list[tuple[int, int]]:
         return [(s, min(n, s + self.n_batch)) for s in range(0, n, self.n_batch)]
@@ -346,7 +352,7 @@ class LlamaRuntime:
         ptr = getter(self.ctx, i)
         if not ptr:
             raise ModelError("llama.cpp returned no output for a requested position.")
-        return np.ctypeslib.as_array(ptr, shape=(width,)).copy()
+        return np.ctypeslib.as_array(ptr, shape=(width,))
 
     def _decode(self, tokens: Sequence[int], outputs: Sequence[int], hidden: bool = True) -> None:
         """One ``llama_decode`` of *tokens* at the next positions."""
