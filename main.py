@@ -1,8 +1,7 @@
 """Chunkwise entry point.
 
-``python main.py`` opens the editor when it is installed (the desktop UI
-lives in ``app/``); with arguments it runs the command line, the same as
-``python -m core`` or ``chunkwise``.
+``python main.py`` opens the editor (``app/``); with arguments it runs the
+command line, the same as ``python -m core`` or ``chunkwise``.
 """
 import sys
 
@@ -12,13 +11,8 @@ def run() -> int:
         from core.cli import main
 
         return main(sys.argv[1:])
-    try:
-        from app.main import run_app  # the desktop editor
-    except ImportError:
-        from core.cli import main
+    from app.main import run_app  # the desktop editor
 
-        print("The desktop editor is not part of this build yet; here is the command line.\n")
-        return main([])
     return run_app()
 
 

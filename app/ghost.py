@@ -1,0 +1,321 @@
+"""A plain-text editor that shows a suggestion as ghost text after the cursor.
+
+The suggestion is painted over the viewport, never written into the document,
+so undo, the text and ``textChanged`` only ever see what the user typed or
+accepted.  Text that came from a chunk is painted on a highlight, with the
+chunk's label as a tooltip; accepted chunk text keeps a mark in the document
+(a character property, shown as a tint while marks are on).
+
+Keys, as in the tools people know:
+  Tab         accept the whole suggestion
+  Ctrl+Right  accept the next word (only with the cursor right before the ghost text)
+  Esc         dismiss
+  typing the suggestion's own next characters consumes them, without a new request
+  any other key cancels the running suggestion
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from PySide6.QtCore import QPoint, QRect, Qt, Signal
+from PySide6.QtGui import QColor, QFontMetricsF, QKeyEvent, QPainter, QPalette, QTextCharFormat, QTextCursor, QTextFormat
+from PySide6.QtWidgets import QPlainTextEdit, QToolTip
+
+CHUNK_ID = QTextFormat.UserProperty + 1
+CHUNK_LABEL = QTextFormat.UserProperty + 2
+GHOST_COLOUR = QColor(140, 140, 140)
+CHUNK_BACKGROUND = QColor(255, 236, 170)      # highlight behind retrieved text (ghost)
+MARK_BACKGROUND = QColor(255, 246, 214)       # tint of accepted chunk text in the document
+_NEXT_WORD = re.compile(r"\s*\S+")
+
+
+@dataclass
+class GhostPiece:
+    text: str
+    source: str = "model"
+    chunk_id: int | None = None
+    label: str | None = None
+    kind: str | None = None
+    similarity: float | None = None
+
+    @property
+    def from_chunk(self) -> bool:
+        return self.source == "chunk"
+
+
+class GhostTextEdit(QPlainTextEdit):
+    """QPlainTextEdit plus ghost text; emits what the user does with it."""
+
+    accepted = Signal(list)        # the GhostPieces taken into the document
+    dismissed = Signal()
+    interrupted = Signal()         # a key that is not the suggestion: cancel generation
+    edited = Signal()              # the user changed the text (not by accepting ghost text)
+
+    def __init__(self, parent=None, single_line: bool = False):
+        super().__init__(parent)
+        self.single_line = single_line
+        if single_line:
+            self.setLineWrapMode(QPlainTextEdit.NoWrap)
+            self.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+            self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+            self.setTabChangesFocus(True)
+            height = int(QFontMetricsF(self.font()).lineSpacing() + 2 * self.document().documentMargin() + 6)
+            self.setFixedHeight(height)
+        self.pieces: list[GhostPiece] = []
+        self.anchor = -1               # cursor position the ghost text belongs to
+        self.marks_visible = True
+        self._internal = False
+        self._hit_rects: list[tuple[QRect, GhostPiece]] = []
+        self.setMouseTracking(True)
+        self.document().contentsChange.connect(self._on_contents_change)
+
+    # ------------------------------------------------------------ ghost state
+
+    @property
+    def ghost_text(self) -> str:
+        return "".join(p.text for p in self.pieces)
+
+    def has_ghost(self) -> bool:
+        return bool(self.pieces) and self.anchor == self.textCursor().position()
+
+    def start_ghost(self) -> None:
+        """A new suggestion begins at the cursor."""
+        self.pieces = []
+        self.anchor = self.textCursor().position()
+        self.viewport().update()
+
+    def add_ghost(self, piece: GhostPiece) -> None:
+        if self.anchor != self.textCursor().position():
+            return                      # the cursor moved: this suggestion is stale
+        if not self.pieces and not self.single_line:
+            pass
+        if self.single_line and "\n" in piece.text:
+            piece = GhostPiece(piece.text.split("\n", 1)[0], piece.source, piece.chunk_id, piece.label,
+                               piece.kind, piece.similarity)
+        if self.pieces and self.pieces[-1].source == piece.source == "model":
+            self.pieces[-1] = GhostPiece(self.pieces[-1].text + piece.text)
+        elif piece.text:
+            self.pieces.append(piece)
+        self.viewport().update()
+
+    def clear_ghost(self) -> None:
+        if self.pieces:
+            self.pieces = []
+            self.viewport().update()
+        self.anchor = -1
+
+    def text_before_cursor(self) -> str:
+        return self.toPlainText()[: self.textCursor().position()]
+
+    def cursor_at_line_end(self) -> bool:
+        cursor = self.textCursor()
+        return cursor.atBlockEnd() and not cursor.hasSelection()
+
+    # ------------------------------------------------------------ accepting
+
+    def accept_ghost(self, upto: int | None = None) -> list[GhostPiece]:
+        """Insert the first *upto* characters of the ghost text (all by default)."""
+        if not self.has_ghost():
+            return []
+        total = len(self.ghost_text)
+        upto = total if upto is None else min(upto, total)
+        taken, rest, used = [], [], 0
+        for p in self.pieces:
+            take = max(0, min(len(p.text), upto - used))
+            if take:
+                taken.append(GhostPiece(p.text[:take], p.source, p.chunk_id, p.label, p.kind, p.similarity))
+            if take < len(p.text):
+                rest.append(GhostPiece(p.text[take:], p.source, p.chunk_id, p.label, p.kind, p.similarity))
+            used += len(p.text)
+        self._internal = True
+        try:
+            cursor = self.textCursor()
+            cursor.beginEditBlock()
+            for p in taken:
+                cursor.insertText(p.text, self._format_for(p))
+            cursor.endEditBlock()
+            cursor.setCharFormat(QTextCharFormat())
+            self.setTextCursor(cursor)
+            self.setCurrentCharFormat(QTextCharFormat())
+        finally:
+            self._internal = False
+        self.pieces = rest
+        self.anchor = self.textCursor().position() if rest else -1
+        self.viewport().update()
+        self.accepted.emit(taken)
+        return taken
+
+    def accept_next_word(self) -> list[GhostPiece]:
+        m = _NEXT_WORD.match(self.ghost_text)
+        return self.accept_ghost(m.end() if m else None)
+
+    def _format_for(self, piece: GhostPiece) -> QTextCharFormat:
+        fmt = QTextCharFormat()
+        if piece.from_chunk:
+            fmt.setProperty(CHUNK_ID, piece.chunk_id)
+            fmt.setProperty(CHUNK_LABEL, piece.label or piece.kind or "chunk")
+            if self.marks_visible:
+                fmt.setBackground(MARK_BACKGROUND)
+        return fmt
+
+    def set_marks_visible(self, visible: bool) -> None:
+        """Show or hide the tint on accepted chunk text (the marks themselves stay)."""
+        self.marks_visible = visible
+        self._internal = True
+        try:
+            block = self.document().begin()
+            while block.isValid():
+                it = block.begin()
+                while not it.atEnd():
+                    frag = it.fragment()
+                    if frag.isValid() and frag.charFormat().hasProperty(CHUNK_ID):
+                        cursor = QTextCursor(self.document())
+                        cursor.setPosition(frag.position())
+                        cursor.setPosition(frag.position() + frag.length(), QTextCursor.KeepAnchor)
+                        fmt = QTextCharFormat()
+                        if visible:
+                            fmt.setBackground(MARK_BACKGROUND)
+                        else:
+                            fmt.setBackground(self.palette().color(QPalette.Base))
+                        cursor.mergeCharFormat(fmt)
+                    it += 1
+                block = block.next()
+        finally:
+            self._internal = False
+
+    def chunk_marks(self) -> list[tuple[int, int, int]]:
+        """(start, end, chunk id) of accepted chunk text in the document."""
+        marks = []
+        block = self.document().begin()
+        while block.isValid():
+            it = block.begin()
+            while not it.atEnd():
+                frag = it.fragment()
+                if frag.isValid() and frag.charFormat().hasProperty(CHUNK_ID):
+                    marks.append((frag.position(), frag.position() + frag.length(),
+                                  int(frag.charFormat().property(CHUNK_ID))))
+                it += 1
+            block = block.next()
+        return marks
+
+    # ------------------------------------------------------------ keys
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if self.has_ghost():
+            key, mods = event.key(), event.modifiers()
+            if key == Qt.Key_Tab and mods in (Qt.NoModifier, Qt.KeypadModifier):
+                self.accept_ghost()
+                return
+            if key == Qt.Key_Right and mods & Qt.ControlModifier:
+                self.accept_next_word()
+                return
+            if key == Qt.Key_Escape:
+                self.clear_ghost()
+                self.dismissed.emit()
+                return
+            typed = event.text()
+            if typed and typed.isprintable() and self.ghost_text.startswith(typed) and not (
+                    mods & (Qt.ControlModifier | Qt.AltModifier)):
+                rest_pieces = self._drop_prefix(len(typed))
+                # Move the ghost first, so the cursor move it causes is not taken as a jump away.
+                self.pieces = rest_pieces
+                self.anchor = self.textCursor().position() + len(typed)
+                self._internal = True
+                try:
+                    super().keyPressEvent(event)
+                finally:
+                    self._internal = False
+                if not rest_pieces:
+                    self.anchor = -1
+                self.viewport().update()
+                return
+            if key not in (Qt.Key_Shift, Qt.Key_Control, Qt.Key_Alt, Qt.Key_Meta):
+                self.clear_ghost()
+                self.interrupted.emit()
+        elif self.single_line and event.key() in (Qt.Key_Return, Qt.Key_Enter):
+            self.focusNextChild()
+            return
+        super().keyPressEvent(event)
+
+    def _drop_prefix(self, n: int) -> list[GhostPiece]:
+        rest, used = [], 0
+        for p in self.pieces:
+            take = max(0, min(len(p.text), n - used))
+            if take < len(p.text):
+                rest.append(GhostPiece(p.text[take:], p.source, p.chunk_id, p.label, p.kind, p.similarity))
+            used += len(p.text)
+        return rest
+
+    def _on_contents_change(self, position: int, removed: int, added: int) -> None:
+        if not self._internal and (removed or added):
+            self.edited.emit()
+
+    def mousePressEvent(self, event) -> None:
+        if self.pieces:
+            self.clear_ghost()
+            self.interrupted.emit()
+        super().mousePressEvent(event)
+
+    def focusOutEvent(self, event) -> None:
+        if self.pieces:
+            self.clear_ghost()
+            self.interrupted.emit()
+        super().focusOutEvent(event)
+
+    # ------------------------------------------------------------ painting
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        self._hit_rects = []
+        if not self.has_ghost():
+            return
+        painter = QPainter(self.viewport())
+        try:
+            self._paint_ghost(painter)
+        finally:
+            painter.end()
+
+    def _paint_ghost(self, painter: QPainter) -> None:
+        fm = QFontMetricsF(self.font())
+        rect = self.cursorRect()
+        left = self.document().documentMargin() + self.contentOffset().x()
+        right = self.viewport().width() - self.document().documentMargin()
+        x, top = float(rect.left()), float(rect.top())
+        line_h = fm.lineSpacing()
+        for piece in self.pieces:
+            for ch_run in re.split(r"(\n)", piece.text):
+                if ch_run == "\n":
+                    x, top = left, top + line_h
+                    continue
+                for word in re.findall(r"\s*\S+|\s+", ch_run):
+                    w = fm.horizontalAdvance(word)
+                    if x + w > right and x > left and not self.single_line:
+                        x, top = left, top + line_h
+                        word = word.lstrip()
+                        w = fm.horizontalAdvance(word)
+                    box = QRect(int(x), int(top), int(w) + 1, int(line_h))
+                    if piece.from_chunk:
+                        painter.fillRect(box, CHUNK_BACKGROUND)
+                        self._hit_rects.append((box, piece))
+                    painter.setPen(GHOST_COLOUR if not piece.from_chunk else QColor(120, 90, 0))
+                    painter.drawText(QRect(int(x), int(top), int(w) + 50, int(line_h)),
+                                     Qt.AlignLeft | Qt.AlignVCenter, word)
+                    x += w
+
+    def mouseMoveEvent(self, event) -> None:
+        pos = event.position().toPoint() if hasattr(event, "position") else event.pos()
+        for box, piece in self._hit_rects:
+            if box.contains(pos):
+                sim = f", similarity {piece.similarity:.2f}" if piece.similarity is not None else ""
+                QToolTip.showText(self.viewport().mapToGlobal(pos),
+                                  f"From your {piece.kind or 'chunk'} library: {piece.label or 'chunk'}{sim}",
+                                  self.viewport())
+                break
+        else:
+            cursor = self.cursorForPosition(pos)
+            fmt = cursor.charFormat()
+            if fmt.hasProperty(CHUNK_LABEL):
+                QToolTip.showText(self.viewport().mapToGlobal(pos),
+                                  f"Inserted from your library: {fmt.property(CHUNK_LABEL)}", self.viewport())
+        super().mouseMoveEvent(event)

@@ -1,0 +1,239 @@
+"""The chunk library: browse, filter, search, add, edit, delete, import, export.
+
+It opens its own connection to the store (SQLite in WAL mode serves the model
+worker's connection at the same time); after a change it asks the worker to
+re-encode what changed, so matching follows without a restart.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog,
+                               QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox,
+                               QPlainTextEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
+
+from core import ChunkStore, ChunkwiseError
+from core.portable import export_file, import_file
+from core.store import KINDS, validate_chunk
+
+MASK = "•" * 10
+
+
+class ChunkEditDialog(QDialog):
+    """Add or edit one chunk: kind, label, text, trigger contexts (one per line)."""
+
+    def __init__(self, parent=None, chunk=None, prefill: dict | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Edit chunk" if chunk else "Add chunk")
+        self.resize(520, 420)
+        self.kind = QComboBox()
+        kinds = list(KINDS)
+        if chunk and chunk.kind not in kinds:
+            kinds.append(chunk.kind)
+        self.kind.addItems(kinds)
+        self.label = QLineEdit()
+        self.text = QPlainTextEdit()
+        self.contexts = QPlainTextEdit()
+        self.contexts.setPlaceholderText("One per line: the words that lead into this chunk,\n"
+                                         "e.g. 'You can call me at'")
+        self.error = QLabel("")
+        self.error.setStyleSheet("color: #b00020")
+        self.error.setWordWrap(True)
+        form = QFormLayout()
+        form.addRow("Kind:", self.kind)
+        form.addRow("Label:", self.label)
+        form.addRow("Text:", self.text)
+        form.addRow("Contexts:", self.contexts)
+        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        buttons.accepted.connect(self._check_and_accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addWidget(buttons)
+        data = prefill or {}
+        if chunk:
+            data = {"kind": chunk.kind, "label": chunk.label or "", "text": chunk.text,
+                    "contexts": [c.text for c in chunk.contexts]}
+        self.kind.setCurrentText(data.get("kind", "snippet"))
+        self.label.setText(data.get("label") or "")
+        self.text.setPlainText(data.get("text", ""))
+        self.contexts.setPlainText("\n".join(data.get("contexts", [])))
+
+    def values(self) -> dict:
+        contexts = [line for line in self.contexts.toPlainText().splitlines() if line.strip()]
+        return {"text": self.text.toPlainText(), "kind": self.kind.currentText(),
+                "label": self.label.text().strip() or None, "contexts": contexts}
+
+    def _check_and_accept(self) -> None:
+        v = self.values()
+        try:
+            validate_chunk(v["text"], v["kind"], v["label"], v["contexts"])
+        except ChunkwiseError as exc:
+            self.error.setText(str(exc))
+            return
+        self.accept()
+
+
+class LibraryDialog(QDialog):
+    COLUMNS = ["Kind", "Label", "Text", "Contexts", "Uses"]
+
+    def __init__(self, window, db_path: str, store: ChunkStore | None = None):
+        super().__init__(window)
+        self.window_ = window
+        self.setWindowTitle("Chunk library")
+        self.resize(900, 520)
+        try:
+            self.store = store or ChunkStore(db_path)
+        except ChunkwiseError as exc:
+            QMessageBox.warning(window, "Chunk library", str(exc))
+            self.store = None
+        self.changed = False
+        self.kind_filter = QComboBox()
+        self.kind_filter.addItem("All kinds", None)
+        for k in KINDS:
+            self.kind_filter.addItem(k, k)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search text, labels and contexts")
+        self.reveal = QCheckBox("Reveal PII")
+        self.table = QTableWidget(0, len(self.COLUMNS))
+        self.table.setHorizontalHeaderLabels(self.COLUMNS)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.Stretch)
+        self.table.horizontalHeader().setSectionResizeMode(3, QHeaderView.Stretch)
+        self.table.doubleClicked.connect(lambda _: self.edit_selected())
+        top = QHBoxLayout()
+        top.addWidget(self.kind_filter)
+        top.addWidget(self.search, 1)
+        top.addWidget(self.reveal)
+        buttons = QHBoxLayout()
+        for text, slot in (("Add…", self.add_chunk), ("Edit…", self.edit_selected), ("Delete", self.delete_selected),
+                           ("Import…", self.import_dialog), ("Export…", self.export_dialog)):
+            b = QPushButton(text)
+            b.clicked.connect(lambda _=False, s=slot: s())
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        close = QPushButton("Close")
+        close.clicked.connect(self.accept)
+        buttons.addWidget(close)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(buttons)
+        self.kind_filter.currentIndexChanged.connect(lambda _: self.reload())
+        self.search.textChanged.connect(lambda _: self.reload())
+        self.reveal.toggled.connect(lambda _: self.reload())
+        self.chunks = []
+        self.reload()
+
+    # ------------------------------------------------------------ table
+
+    def reload(self) -> None:
+        if self.store is None:
+            return
+        try:
+            self.chunks = self.store.list_chunks(kind=self.kind_filter.currentData(),
+                                                 search=self.search.text().strip() or None)
+        except ChunkwiseError as exc:
+            QMessageBox.warning(self, "Chunk library", str(exc))
+            return
+        self.table.setRowCount(len(self.chunks))
+        for row, c in enumerate(self.chunks):
+            shown = c.text if (c.kind != "pii" or self.reveal.isChecked()) else MASK
+            cells = [c.kind, c.label or "", shown.replace("\n", " ⏎ "),
+                     " | ".join(x.text for x in c.contexts), str(c.use_count)]
+            for col, value in enumerate(cells):
+                item = QTableWidgetItem(value)
+                if col == 2 and c.kind == "pii" and not self.reveal.isChecked():
+                    item.setToolTip("Hidden: tick 'Reveal PII' to show")
+                item.setData(Qt.UserRole, c.id)
+                self.table.setItem(row, col, item)
+
+    def selected_ids(self) -> list[int]:
+        rows = sorted({i.row() for i in self.table.selectedIndexes()})
+        return [self.chunks[r].id for r in rows]
+
+    # ------------------------------------------------------------ actions
+
+    def _changed(self) -> None:
+        self.changed = True
+        self.reload()
+        if hasattr(self.window_, "request_refresh"):
+            self.window_.request_refresh.emit()
+
+    def add_chunk(self, prefill: dict | None = None, values: dict | None = None) -> int | None:
+        if values is None:
+            dialog = ChunkEditDialog(self, prefill=prefill)
+            if dialog.exec() != QDialog.Accepted:
+                return None
+            values = dialog.values()
+        try:
+            cid = self.store.add_chunk(values["text"], values["kind"], values["contexts"], label=values["label"])
+        except ChunkwiseError as exc:
+            QMessageBox.warning(self, "Add chunk", str(exc))
+            return None
+        self._changed()
+        return cid
+
+    def edit_selected(self, values: dict | None = None) -> bool:
+        ids = self.selected_ids()
+        if len(ids) != 1:
+            return False
+        chunk = self.store.get_chunk(ids[0])
+        if values is None:
+            dialog = ChunkEditDialog(self, chunk=chunk)
+            if dialog.exec() != QDialog.Accepted:
+                return False
+            values = dialog.values()
+        try:
+            self.store.update_chunk(chunk.id, text=values["text"], kind=values["kind"], label=values["label"],
+                                    contexts=values["contexts"])
+        except ChunkwiseError as exc:
+            QMessageBox.warning(self, "Edit chunk", str(exc))
+            return False
+        self._changed()
+        return True
+
+    def delete_selected(self, confirm: bool = True) -> int:
+        ids = self.selected_ids()
+        if not ids:
+            return 0
+        if confirm:
+            answer = QMessageBox.question(self, "Delete chunks",
+                                          f"Delete {len(ids)} chunk(s) and their contexts? This cannot be undone.")
+            if answer != QMessageBox.Yes:
+                return 0
+        for cid in ids:
+            self.store.remove_chunk(cid)
+        self._changed()
+        return len(ids)
+
+    def import_dialog(self, path: str | None = None) -> int:
+        if not path:
+            path, _ = QFileDialog.getOpenFileName(self, "Import chunks", "", "Chunks (*.json *.csv)")
+        if not path:
+            return 0
+        try:
+            ids = import_file(self.store, path)
+        except ChunkwiseError as exc:
+            QMessageBox.warning(self, "Import chunks", f"Nothing was imported.\n\n{exc}")
+            return 0
+        self._changed()
+        return len(ids)
+
+    def export_dialog(self, path: str | None = None) -> int:
+        if not path:
+            path, _ = QFileDialog.getSaveFileName(self, "Export chunks", "chunks.json", "JSON (*.json);;CSV (*.csv)")
+        if not path:
+            return 0
+        try:
+            return export_file(self.store, path)
+        except ChunkwiseError as exc:
+            QMessageBox.warning(self, "Export chunks", str(exc))
+            return 0
+
+    def done(self, result: int) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        super().done(result)

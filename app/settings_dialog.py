@@ -1,0 +1,176 @@
+"""Settings: the similarity threshold (live) with a plot of its effect, the model, and generation."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QColor, QPainter, QPen
+from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog, QFormLayout,
+                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QSlider, QSpinBox, QVBoxLayout, QWidget)
+
+from .settings import Settings
+
+
+class ThresholdPlot(QWidget):
+    """How many places in the user's recent text would take a chunk at each threshold."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setMinimumSize(260, 120)
+        self.scores: list[float] = []
+        self.threshold = 0.15
+        self.note = "Measuring your recent text…"
+
+    def set_scores(self, scores: list[float]) -> None:
+        self.scores = list(scores)
+        self.note = "" if scores else "No recent text or no chunks to measure yet."
+        self.update()
+
+    def counts(self, grid: np.ndarray) -> np.ndarray:
+        s = np.asarray(self.scores)
+        return np.array([(s >= t).sum() for t in grid]) if s.size else np.zeros_like(grid)
+
+    def paintEvent(self, event) -> None:
+        p = QPainter(self)
+        p.fillRect(self.rect(), QColor(250, 250, 250))
+        left, bottom, top, right = 34, self.height() - 18, 8, self.width() - 8
+        p.setPen(QColor(120, 120, 120))
+        p.drawLine(left, bottom, right, bottom)
+        p.drawLine(left, top, left, bottom)
+        p.drawText(left, self.height() - 4, "0")
+        p.drawText(right - 8, self.height() - 4, "1")
+        p.drawText(left + 30, self.height() - 4, "threshold →")
+        if self.note:
+            p.drawText(self.rect().adjusted(left + 6, 0, 0, -20), Qt.AlignCenter | Qt.TextWordWrap, self.note)
+        else:
+            grid = np.linspace(0, 1, 51)
+            counts = self.counts(grid)
+            peak = max(1, int(counts.max()))
+            p.drawText(2, top + 10, str(peak))
+            pen = QPen(QColor(30, 110, 200))
+            pen.setWidth(2)
+            p.setPen(pen)
+            pts = [QPointF(left + (right - left) * g, bottom - (bottom - top) * c / peak) for g, c in zip(grid, counts)]
+            for a, b in zip(pts, pts[1:]):
+                p.drawLine(a, b)
+        x = left + (right - left) * self.threshold
+        p.setPen(QPen(QColor(200, 60, 60), 1, Qt.DashLine))
+        p.drawLine(int(x), top, int(x), bottom)
+        if self.scores:
+            n = int((np.asarray(self.scores) >= self.threshold).sum())
+            p.drawText(int(x) + 4, top + 12, f"{n} of {len(self.scores)} places")
+        p.end()
+
+
+class SettingsDialog(QDialog):
+    def __init__(self, window, settings: Settings):
+        super().__init__(window)
+        self.window_ = window
+        self.original = replace(settings)          # a copy: the live slider edits the window's settings
+        self.setWindowTitle("Chunkwise settings")
+        s = settings
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.setRange(0, 100)
+        self.slider.setValue(round(s.threshold * 100))
+        self.slider_label = QLabel()
+        self.plot = ThresholdPlot()
+        self.plot.threshold = s.threshold
+        self.slider.valueChanged.connect(self._threshold_changed)
+        self.model = QLineEdit(s.model_path)
+        self.model.setPlaceholderText("bundled SmolLM2-135M-Instruct")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model, 1)
+        model_row.addWidget(browse)
+        self.n_ctx = QSpinBox()
+        self.n_ctx.setRange(256, 32768)
+        self.n_ctx.setSingleStep(256)
+        self.n_ctx.setValue(s.n_ctx)
+        self.threads = QSpinBox()
+        self.threads.setRange(0, 64)
+        self.threads.setSpecialValueText("automatic")
+        self.threads.setValue(s.threads)
+        self.max_tokens = QSpinBox()
+        self.max_tokens.setRange(1, 256)
+        self.max_tokens.setValue(s.max_tokens)
+        self.temperature = QDoubleSpinBox()
+        self.temperature.setRange(0.0, 2.0)
+        self.temperature.setSingleStep(0.1)
+        self.temperature.setValue(s.temperature)
+        self.debounce = QSpinBox()
+        self.debounce.setRange(0, 5000)
+        self.debounce.setSuffix(" ms")
+        self.debounce.setValue(s.debounce_ms)
+        self.chunks = QCheckBox("Insert chunks from my library")
+        self.chunks.setChecked(s.chunks_enabled)
+        form = QFormLayout()
+        threshold_box = QVBoxLayout()
+        threshold_box.addWidget(self.slider)
+        threshold_box.addWidget(self.slider_label)
+        threshold_row = QHBoxLayout()
+        threshold_row.addLayout(threshold_box, 1)
+        threshold_row.addWidget(self.plot, 1)
+        form.addRow("Similarity threshold:", threshold_row)
+        form.addRow("Model file:", model_row)
+        form.addRow("Context size:", self.n_ctx)
+        form.addRow("Threads:", self.threads)
+        form.addRow("Suggestion length (tokens):", self.max_tokens)
+        form.addRow("Temperature:", self.temperature)
+        form.addRow("Typing pause before suggesting:", self.debounce)
+        form.addRow("", self.chunks)
+        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(buttons)
+        self._threshold_changed(self.slider.value())
+        worker = getattr(window, "worker", None)
+        if worker is not None:
+            worker.threshold_profile.connect(self.plot.set_scores)
+            from PySide6.QtCore import QMetaObject, Q_ARG
+
+            text = window.email_text() if hasattr(window, "email_text") else ""
+            QMetaObject.invokeMethod(worker, "profile_threshold", Qt.QueuedConnection, Q_ARG(str, text))
+        else:
+            self.plot.set_scores([])
+
+    def _threshold_changed(self, value: int) -> None:
+        t = value / 100
+        self.slider_label.setText(f"{t:.2f} — lower inserts chunks more readily, higher only on close matches")
+        self.plot.threshold = t
+        self.plot.update()
+        if hasattr(self.window_, "set_threshold"):
+            self.window_.set_threshold(t)   # live: the next suggestion uses it
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Choose a GGUF model", "", "GGUF models (*.gguf)")
+        if path:
+            self.model.setText(path)
+
+    def values(self) -> Settings:
+        return replace(self.original, threshold=self.slider.value() / 100, model_path=self.model.text().strip(),
+                       n_ctx=self.n_ctx.value(), threads=self.threads.value(), max_tokens=self.max_tokens.value(),
+                       temperature=self.temperature.value(), debounce_ms=self.debounce.value(),
+                       chunks_enabled=self.chunks.isChecked())
+
+    def accept(self) -> None:
+        if hasattr(self.window_, "apply_settings"):
+            self.window_.apply_settings(self.values())
+        super().accept()
+
+    def reject(self) -> None:
+        if hasattr(self.window_, "set_threshold"):
+            self.window_.set_threshold(self.original.threshold)
+        super().reject()
+
+    def done(self, result: int) -> None:
+        worker = getattr(self.window_, "worker", None)
+        if worker is not None:
+            try:
+                worker.threshold_profile.disconnect(self.plot.set_scores)
+            except (RuntimeError, TypeError):
+                pass
+        super().done(result)

@@ -1,0 +1,394 @@
+"""The compose window: To, Subject, body; suggestions stream in as ghost text."""
+from __future__ import annotations
+
+import email.message
+import email.policy
+import itertools
+import os
+from pathlib import Path
+from urllib.parse import quote
+
+from PySide6.QtCore import QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (QFileDialog, QFormLayout, QLabel, QLineEdit, QMainWindow, QMessageBox,
+                               QProgressBar, QPushButton, QVBoxLayout, QWidget)
+
+from core import GenerationRequest
+
+from .ghost import GhostPiece, GhostTextEdit
+from .settings import Settings, save_settings
+from .worker import WorkerThread
+
+
+def body_prompt(to: str, subject: str, before_cursor: str) -> tuple[str, bool]:
+    """The plain-continuation prompt for the body, and whether a trailing space was lifted.
+
+    A prompt ending in a space tokenizes badly (a lone space token); the space
+    is lifted and the suggestion's own leading space takes its place.
+    """
+    head = ""
+    if to.strip():
+        head += f"To: {to.strip()}\n"
+    if subject.strip():
+        head += f"Subject: {subject.strip()}\n"
+    if head:
+        head += "\n"
+    text = head + before_cursor
+    lifted = text.endswith(" ")
+    return (text.rstrip(" ") if lifted else text), lifted
+
+
+def subject_prompt(to: str, before_cursor: str) -> tuple[str, bool]:
+    head = f"To: {to.strip()}\n" if to.strip() else ""
+    text = head + "Subject: " + before_cursor
+    lifted = text.endswith(" ")
+    return (text.rstrip(" ") if lifted else text), lifted
+
+
+class ComposeWindow(QMainWindow):
+    request_generation = Signal(int, object)
+    request_load = Signal(dict)
+    request_threshold = Signal(float)
+    request_refresh = Signal()
+    request_use = Signal(int)
+
+    def __init__(self, settings: Settings, settings_file: Path | None = None, start_worker: bool = True):
+        super().__init__()
+        self.settings = settings
+        self.settings_file = settings_file
+        self.setWindowTitle("Chunkwise — new email")
+        self.resize(820, 600)
+        self._ids = itertools.count(1)
+        self.current_id = 0
+        self.current_editor: GhostTextEdit | None = None
+        self._lifted_space = False
+        self.model_ready = False
+        self.last_stats: dict = {}
+        self._build_ui()
+        self._build_menus()
+        self.debounce = QTimer(self)
+        self.debounce.setSingleShot(True)
+        self.debounce.setInterval(settings.debounce_ms)
+        self.debounce.timeout.connect(self.suggest_now)
+        self.worker_thread = WorkerThread() if start_worker else None
+        if self.worker_thread:
+            self._connect_worker()
+            self.load_model()
+
+    # ------------------------------------------------------------ UI
+
+    def _build_ui(self) -> None:
+        central = QWidget(self)
+        form = QFormLayout()
+        self.to_edit = QLineEdit()
+        self.to_edit.setPlaceholderText("name@example.com")
+        self.subject_edit = GhostTextEdit(single_line=True)
+        self.subject_edit.setPlaceholderText("Subject")
+        form.addRow("To:", self.to_edit)
+        form.addRow("Subject:", self.subject_edit)
+        self.body_edit = GhostTextEdit()
+        self.body_edit.setPlaceholderText("Write your email. Suggestions appear in grey: Tab accepts, "
+                                          "Ctrl+Right takes a word, Esc dismisses.")
+        layout = QVBoxLayout(central)
+        layout.addLayout(form)
+        layout.addWidget(self.body_edit, 1)
+        self.setCentralWidget(central)
+        for editor in (self.body_edit, self.subject_edit):
+            editor.edited.connect(lambda e=editor: self._on_edited(e))
+            editor.interrupted.connect(self.cancel_suggestion)
+            editor.dismissed.connect(self.cancel_suggestion)
+            editor.accepted.connect(self._on_accepted)
+            editor.cursorPositionChanged.connect(lambda e=editor: self._on_cursor_moved(e))
+        self.to_edit.textEdited.connect(lambda _: self.cancel_suggestion())
+        status = self.statusBar()
+        self.model_label = QLabel("Loading model…")
+        self.stats_label = QLabel("")
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(180)
+        self.progress.setVisible(False)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setVisible(False)
+        self.cancel_button.clicked.connect(self._cancel_refresh)
+        status.addPermanentWidget(self.stats_label)
+        status.addPermanentWidget(self.model_label)
+        status.addPermanentWidget(self.progress)
+        status.addPermanentWidget(self.cancel_button)
+
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self.copy_action = self._action(file_menu, "&Copy email", self.copy_email, QKeySequence("Ctrl+Shift+C"))
+        self._action(file_menu, "&Save as .eml…", self.save_eml, QKeySequence.Save)
+        self._action(file_menu, "Open in &mail client", self.open_mail_client)
+        file_menu.addSeparator()
+        self._action(file_menu, "&Quit", self.close, QKeySequence.Quit)
+        edit_menu = self.menuBar().addMenu("&Edit")
+        self._action(edit_menu, "Add selection as &snippet…", self.add_selection_as_snippet)
+        view_menu = self.menuBar().addMenu("&View")
+        self.marks_action = self._action(view_menu, "&Mark text from chunks", self._toggle_marks)
+        self.marks_action.setCheckable(True)
+        self.marks_action.setChecked(self.settings.show_chunk_marks)
+        tools = self.menuBar().addMenu("&Tools")
+        self._action(tools, "Chunk &library…", self.open_library, QKeySequence("Ctrl+L"))
+        self._action(tools, "&Settings…", self.open_settings, QKeySequence("Ctrl+,"))
+
+    def _action(self, menu, text, slot, shortcut=None) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(shortcut)
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    # ------------------------------------------------------------ worker wiring
+
+    def _connect_worker(self) -> None:
+        w = self.worker_thread.worker
+        self.request_generation.connect(w.generate)
+        self.request_load.connect(w.load)
+        self.request_threshold.connect(w.set_threshold)
+        self.request_refresh.connect(w.refresh)
+        self.request_use.connect(w.record_use)
+        w.piece.connect(self._on_piece)
+        w.finished.connect(self._on_finished)
+        w.failed.connect(self._on_failed)
+        w.loaded.connect(self._on_loaded)
+        w.load_failed.connect(self._on_load_failed)
+        w.progress.connect(self._on_progress)
+        w.store_ready.connect(self._on_store_ready)
+        w.store_failed.connect(lambda msg: self.statusBar().showMessage(f"Chunk store: {msg}", 8000))
+
+    @property
+    def worker(self):
+        return self.worker_thread.worker if self.worker_thread else None
+
+    def load_model(self) -> None:
+        s = self.settings
+        self.model_ready = False
+        self.model_label.setText("Loading model…")
+        self.request_load.emit({"model_path": s.model_path, "db_path": s.db_path, "n_ctx": s.n_ctx,
+                                "threads": s.threads, "threshold": s.threshold})
+
+    def _on_loaded(self, info: dict) -> None:
+        self.model_ready = True
+        self.model_label.setText(f"{info['model']} · {info['contexts']} chunk contexts")
+        self.progress.setVisible(False)
+        self.cancel_button.setVisible(False)
+        self.statusBar().showMessage(f"Model ready in {info['seconds']} s", 4000)
+        self._schedule()
+
+    def _on_load_failed(self, message: str) -> None:
+        self.model_ready = False
+        self.progress.setVisible(False)
+        self.model_label.setText("No model loaded")
+        QMessageBox.warning(self, "Chunkwise: model not loaded",
+                            f"{message}\n\nYou can keep writing; choose another model in Tools → Settings.")
+
+    def _on_progress(self, what: str, done: int, total: int) -> None:
+        busy = done < total
+        self.progress.setVisible(busy)
+        self.cancel_button.setVisible(busy and what == "Encoding chunks")
+        self.progress.setMaximum(max(total, 1))
+        self.progress.setValue(done)
+        self.progress.setFormat(f"{what} %p%")
+
+    def _on_store_ready(self, contexts: int) -> None:
+        self.progress.setVisible(False)
+        self.cancel_button.setVisible(False)
+        name = self.model_label.text().split(" · ")[0]
+        self.model_label.setText(f"{name} · {contexts} chunk contexts")
+
+    def _cancel_refresh(self) -> None:
+        if self.worker:
+            self.worker.cancel_refresh()
+
+    # ------------------------------------------------------------ suggestions
+
+    def _on_edited(self, editor: GhostTextEdit) -> None:
+        self.cancel_suggestion()
+        self.current_editor = editor
+        self._schedule()
+
+    def _on_cursor_moved(self, editor: GhostTextEdit) -> None:
+        if editor.pieces and editor.anchor != editor.textCursor().position():
+            editor.clear_ghost()
+            self.cancel_suggestion()
+
+    def _schedule(self) -> None:
+        self.debounce.start(self.settings.debounce_ms)
+
+    def cancel_suggestion(self) -> None:
+        """Stop the running generation now; its pieces will not paint."""
+        self.current_id = next(self._ids)
+        if self.worker:
+            self.worker.latest = self.current_id
+        self.debounce.stop()
+
+    def suggest_now(self) -> None:
+        editor = self.current_editor or self.body_edit
+        if not self.model_ready or self.worker is None:
+            return
+        before = editor.text_before_cursor()
+        if not before.strip() or not editor.cursor_at_line_end():
+            return
+        if editor is self.subject_edit:
+            prompt, lifted = subject_prompt(self.to_edit.text(), before)
+            stop = ["\n"]
+        else:
+            prompt, lifted = body_prompt(self.to_edit.text(), self.subject_edit.toPlainText(), before)
+            stop = ["\n\n"]
+        self.current_id = next(self._ids)
+        self.worker.latest = self.current_id
+        self._lifted_space = lifted
+        self.current_editor = editor
+        editor.start_ghost()
+        s = self.settings
+        request = GenerationRequest(prompt, max_tokens=s.max_tokens, temperature=s.temperature,
+                                    stop=stop, use_chunks=s.chunks_enabled)
+        self.request_generation.emit(self.current_id, request)
+
+    def _on_piece(self, request_id: int, text: str, meta: dict) -> None:
+        editor = self.current_editor
+        if request_id != self.current_id or editor is None:
+            return                       # stale: a newer request or a cancel came since
+        if self._lifted_space and not editor.pieces:
+            if not text.startswith(" "):
+                self._lifted_space = False
+            text = text[1:] if text.startswith(" ") else text
+        editor.add_ghost(GhostPiece(text, meta.get("source", "model"), meta.get("chunk_id"), meta.get("label"),
+                                    meta.get("kind"), meta.get("similarity")))
+
+    def _on_finished(self, request_id: int, stats: dict) -> None:
+        if request_id != self.current_id:
+            return
+        self.last_stats = stats
+        secs = max(stats.get("seconds", 0), 1e-6)
+        self.stats_label.setText(
+            f"{stats['tokens'] / secs:.0f} tok/s · {stats['chunks']} chunk(s) · "
+            f"{stats['passes_saved']} forward passes saved")
+
+    def _on_failed(self, request_id: int, message: str) -> None:
+        if request_id == self.current_id:
+            self.statusBar().showMessage(f"Suggestion failed: {message.splitlines()[0]}", 8000)
+
+    def _on_accepted(self, pieces: list) -> None:
+        for chunk_id in {p.chunk_id for p in pieces if p.from_chunk}:
+            self.request_use.emit(chunk_id)
+
+    def _toggle_marks(self, checked: bool) -> None:
+        self.settings.show_chunk_marks = checked
+        self.body_edit.set_marks_visible(checked)
+        self.subject_edit.set_marks_visible(checked)
+        self._save_settings()
+
+    # ------------------------------------------------------------ settings and library
+
+    def apply_settings(self, new: Settings) -> None:
+        reload = (new.model_path, new.db_path, new.n_ctx, new.threads) != (
+            self.settings.model_path, self.settings.db_path, self.settings.n_ctx, self.settings.threads)
+        self.settings = new
+        self.debounce.setInterval(new.debounce_ms)
+        self.request_threshold.emit(new.threshold)
+        self._save_settings()
+        if reload:
+            self.cancel_suggestion()
+            self.load_model()
+
+    def set_threshold(self, value: float) -> None:
+        """Live from the slider: the next suggestion uses it."""
+        self.settings.threshold = value
+        self.request_threshold.emit(value)
+
+    def _save_settings(self) -> None:
+        try:
+            save_settings(self.settings, self.settings_file)
+        except OSError as exc:
+            self.statusBar().showMessage(f"Settings not saved: {exc.strerror}", 8000)
+
+    def open_settings(self) -> None:
+        from .settings_dialog import SettingsDialog
+
+        dialog = SettingsDialog(self, self.settings)
+        dialog.exec()
+
+    def open_library(self) -> None:
+        from .library import LibraryDialog
+
+        dialog = LibraryDialog(self, self.store_path())
+        dialog.exec()
+
+    def store_path(self) -> str:
+        from core.paths import default_db_path
+
+        return self.settings.db_path or str(default_db_path())
+
+    def add_selection_as_snippet(self) -> None:
+        text = self.body_edit.textCursor().selectedText().replace("\u2029", "\n")
+        if not text.strip():
+            QMessageBox.information(self, "Add snippet", "Select some text in the email first.")
+            return
+        from .library import LibraryDialog
+
+        dialog = LibraryDialog(self, self.store_path())
+        dialog.add_chunk(prefill={"text": text, "kind": "snippet"})
+        dialog.exec()
+
+    # ------------------------------------------------------------ the email
+
+    def email_text(self) -> str:
+        return self.body_edit.toPlainText()
+
+    def as_message(self) -> email.message.EmailMessage:
+        msg = email.message.EmailMessage(policy=email.policy.SMTP)
+        if self.to_edit.text().strip():
+            msg["To"] = self.to_edit.text().strip()
+        msg["Subject"] = self.subject_edit.toPlainText().strip()
+        msg.set_content(self.email_text())
+        return msg
+
+    def copy_email(self) -> None:
+        parts = []
+        if self.to_edit.text().strip():
+            parts.append(f"To: {self.to_edit.text().strip()}")
+        if self.subject_edit.toPlainText().strip():
+            parts.append(f"Subject: {self.subject_edit.toPlainText().strip()}")
+        text = ("\n".join(parts) + "\n\n" if parts else "") + self.email_text()
+        QGuiApplication.clipboard().setText(text)
+        self.statusBar().showMessage("Email copied to the clipboard", 3000)
+
+    def save_eml(self, path: str | None = None) -> str | None:
+        if not path:
+            path, _ = QFileDialog.getSaveFileName(self, "Save email", "email.eml", "Email (*.eml)")
+        if not path:
+            return None
+        try:
+            data = self.as_message().as_bytes()
+            tmp = f"{path}.tmp"
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except (OSError, ValueError) as exc:
+            QMessageBox.warning(self, "Save email", f"Could not save {path}: {exc}")
+            return None
+        self.statusBar().showMessage(f"Saved {path}", 3000)
+        return path
+
+    def mailto_url(self) -> QUrl:
+        to = quote(self.to_edit.text().strip(), safe="@,")
+        query = f"subject={quote(self.subject_edit.toPlainText().strip())}&body={quote(self.email_text())}"
+        return QUrl(f"mailto:{to}?{query}")
+
+    def open_mail_client(self) -> None:
+        if not QDesktopServices.openUrl(self.mailto_url()):
+            QMessageBox.information(self, "Open in mail client", "No mail client is set up on this system.")
+
+    # ------------------------------------------------------------ closing
+
+    def closeEvent(self, event) -> None:
+        self.shutdown()
+        super().closeEvent(event)
+
+    def shutdown(self) -> None:
+        self.debounce.stop()
+        if self.worker_thread:
+            self.worker_thread.stop()
+            self.worker_thread = None

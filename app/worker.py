@@ -1,0 +1,169 @@
+"""The model worker: one thread owns the engine; the GUI talks to it by signals.
+
+The GUI thread never waits on the model.  Requests carry an id; the GUI bumps
+``latest`` before sending one, and the worker checks it between tokens, so a
+newer request (or a cancel) stops the running generation at once and stale
+queued requests are skipped without touching the model.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from core import ChunkwiseError, Engine, GenerationRequest
+from core.matching import match_score
+
+
+class ModelWorker(QObject):
+    """Lives in its own QThread; every slot runs there."""
+
+    loaded = Signal(dict)                   # {"model": name, "contexts": n, "seconds": s}
+    load_failed = Signal(str)
+    piece = Signal(int, str, dict)          # request id, text, {"source", "chunk_id", "kind", "label", "similarity"}
+    finished = Signal(int, dict)            # request id, stats
+    failed = Signal(int, str)
+    progress = Signal(str, int, int)        # what, done, total
+    store_ready = Signal(int)               # contexts matched after a refresh
+    store_failed = Signal(str)
+    threshold_profile = Signal(list)        # match scores of the recent text's positions
+
+    def __init__(self):
+        super().__init__()
+        self.engine: Engine | None = None
+        self.latest = 0                     # the newest request id; written by the GUI thread
+        self._cancel_refresh = threading.Event()
+
+    # ------------------------------------------------------------ lifetime
+
+    @Slot(dict)
+    def load(self, options: dict) -> None:
+        """Load (or reload) the model and the store: options = model_path, db_path, n_ctx, threads, threshold."""
+        start = time.perf_counter()
+        try:
+            if self.engine is not None:
+                self.engine.close()
+                self.engine = None
+            self.progress.emit("Loading model", 0, 1)
+            engine = Engine(options.get("model_path") or None, options.get("db_path") or None,
+                            n_ctx=options.get("n_ctx", 2048), n_threads=options.get("threads") or None,
+                            threshold=options.get("threshold", 0.15),
+                            progress=lambda d, t: self.progress.emit("Measuring the model", d, t))
+            self.engine = engine
+            self._cancel_refresh.clear()
+            engine.refresh(progress=lambda d, t: self.progress.emit("Encoding chunks", d, t),
+                           cancelled=self._cancel_refresh.is_set)
+            self.progress.emit("Loading model", 1, 1)
+            self.loaded.emit({"model": engine.runtime.name, "contexts": len(engine.matcher),
+                              "seconds": round(time.perf_counter() - start, 2)})
+        except ChunkwiseError as exc:
+            self.load_failed.emit(str(exc))
+        except Exception as exc:  # never let the worker thread die silently
+            self.load_failed.emit(f"Unexpected error while loading: {type(exc).__name__}: {exc}")
+
+    @Slot()
+    def shutdown(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
+
+    # ------------------------------------------------------------ generation
+
+    @Slot(int, object)
+    def generate(self, request_id: int, request: GenerationRequest) -> None:
+        if request_id != self.latest or self.engine is None:
+            return                           # stale before it started
+        try:
+            gen = self.engine.stream(request, cancelled=lambda: self.latest != request_id)
+            for piece in gen:
+                if self.latest != request_id:
+                    break
+                self.piece.emit(request_id, piece.text, {
+                    "source": piece.source, "chunk_id": piece.chunk_id, "kind": piece.kind,
+                    "label": piece.label, "similarity": piece.similarity})
+            stats = gen.stats.as_dict()
+            stats["passes_saved"] = gen.stats.passes_saved
+            self.finished.emit(request_id, stats)
+        except ChunkwiseError as exc:
+            self.failed.emit(request_id, str(exc))
+        except Exception as exc:
+            self.failed.emit(request_id, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
+
+    @Slot(float)
+    def set_threshold(self, value: float) -> None:
+        if self.engine is not None:
+            try:
+                self.engine.threshold = value
+            except ChunkwiseError:
+                pass
+
+    @Slot(int)
+    def record_use(self, chunk_id: int) -> None:
+        if self.engine is not None:
+            try:
+                self.engine.store.record_use(chunk_id)
+            except ChunkwiseError:
+                pass
+
+    # ------------------------------------------------------------ the store
+
+    @Slot()
+    def refresh(self) -> None:
+        """Encode new or changed contexts (progress, cancellable), then match against them."""
+        if self.engine is None:
+            return
+        self._cancel_refresh.clear()
+        try:
+            self.engine.refresh(progress=lambda d, t: self.progress.emit("Encoding chunks", d, t),
+                                cancelled=self._cancel_refresh.is_set)
+            self.store_ready.emit(len(self.engine.matcher))
+        except ChunkwiseError as exc:
+            self.store_failed.emit(str(exc))
+
+    def cancel_refresh(self) -> None:
+        """Called from the GUI thread: a threading.Event, safe across threads."""
+        self._cancel_refresh.set()
+
+    @Slot(str)
+    def profile_threshold(self, text: str) -> None:
+        """Best match score at each word boundary of *text* (for the settings plot)."""
+        if self.engine is None or not text.strip() or len(self.engine.matcher) == 0:
+            self.threshold_profile.emit([])
+            return
+        rt, matcher = self.engine.runtime, self.engine.matcher
+        toks = rt.tokenize(text[-3000:])
+        rt.reset()
+        out = rt.eval(toks, outputs=range(1, len(toks)))
+        scores = []
+        for i in range(2, len(toks) - 1):
+            cands = matcher.candidates(out.hidden[i - 1], out.hidden[max(0, i - 3):i].mean(axis=0),
+                                       rt.detokenize(toks[1:i + 1]))
+            scores.append(max((c.match for c in cands), default=-1.0))
+        cal = matcher.calibration
+        self.threshold_profile.emit([float(cal.to_scale(s)) for s in scores])
+
+
+class WorkerThread:
+    """Starts a ModelWorker in a QThread and stops both cleanly."""
+
+    def __init__(self):
+        self.thread = QThread()
+        self.thread.setObjectName("chunkwise-model")
+        self.worker = ModelWorker()
+        self.worker.moveToThread(self.thread)
+        self.thread.start()
+
+    def stop(self, timeout_ms: int = 10000) -> None:
+        self.worker.latest = -1              # cancel whatever runs
+        self.worker.cancel_refresh()
+        if self.thread.isRunning():
+            from PySide6.QtCore import QMetaObject, Qt
+
+            QMetaObject.invokeMethod(self.worker, "shutdown", Qt.BlockingQueuedConnection)
+            self.thread.quit()
+            self.thread.wait(timeout_ms)
+
+
+__all__ = ["ModelWorker", "WorkerThread", "match_score"]

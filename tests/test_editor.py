@@ -1,0 +1,220 @@
+"""The desktop editor, offscreen, against the real default model (pytest-qt)."""
+import json
+
+import pytest
+
+pytest.importorskip("pytestqt")
+from PySide6.QtCore import Qt  # noqa: E402
+
+from app.settings import Settings, load_settings, save_settings  # noqa: E402
+from app.window import ComposeWindow, body_prompt  # noqa: E402
+from core import ChunkStore  # noqa: E402
+from tests.conftest import paper_profile  # noqa: E402
+
+WAIT = 60_000
+
+
+@pytest.fixture
+def make_window(qtbot, tmp_path):
+    windows = []
+
+    def factory(with_pii=False, **settings):
+        db = tmp_path / f"chunks{len(windows)}.db"
+        if with_pii:
+            with ChunkStore(db) as store:
+                for field, entry in paper_profile().items():
+                    store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
+        s = Settings(db_path=str(db), debounce_ms=50, **settings)
+        w = ComposeWindow(s, tmp_path / "settings.json")
+        qtbot.addWidget(w)
+        w.show()
+        windows.append(w)
+        qtbot.waitUntil(lambda: w.model_ready, timeout=WAIT)
+        return w
+
+    yield factory
+    for w in windows:
+        thread = w.worker_thread.thread if w.worker_thread else None
+        w.shutdown()
+        assert w.worker_thread is None and (thread is None or thread.isFinished())
+        assert not w.debounce.isActive()
+
+
+def type_text(qtbot, editor, text):
+    """Type like a person: QTest cannot send '\n' as a character, so Return it is."""
+    for i, line in enumerate(text.split("\n")):
+        if i:
+            qtbot.keyClick(editor, Qt.Key_Return)
+        if line:
+            qtbot.keyClicks(editor, line)
+
+
+def type_and_wait(qtbot, window, text, editor=None):
+    editor = editor or window.body_edit
+    editor.setFocus()
+    type_text(qtbot, editor, text)
+    qtbot.waitUntil(lambda: bool(editor.pieces) and window.last_stats.get("_done_id") == window.current_id,
+                    timeout=WAIT)
+    return editor
+
+
+@pytest.fixture(autouse=True)
+def _mark_finished(monkeypatch):
+    """Record which request finished, so tests wait for the whole suggestion."""
+    original = ComposeWindow._on_finished
+
+    def patched(self, request_id, stats):
+        original(self, request_id, stats)
+        if request_id == self.current_id:
+            self.last_stats = {**stats, "_done_id": request_id}
+
+    monkeypatch.setattr(ComposeWindow, "_on_finished", patched)
+
+
+def test_typing_produces_ghost_text_and_keys_work(qtbot, make_window):
+    w = make_window()
+    body = type_and_wait(qtbot, w, "Dear Anna,\n\nThank you for the")
+    ghost = body.ghost_text
+    assert ghost.strip() and body.toPlainText() == "Dear Anna,\n\nThank you for the"
+    assert "tok/s" in w.stats_label.text()
+    # Ctrl+Right takes the next word only
+    qtbot.keyClick(body, Qt.Key_Right, Qt.ControlModifier)
+    first_word = ghost[: len(ghost) - len(ghost.lstrip())] + ghost.lstrip().split()[0]
+    assert body.toPlainText() == "Dear Anna,\n\nThank you for the" + first_word
+    # Tab takes the rest
+    rest = body.ghost_text
+    qtbot.keyClick(body, Qt.Key_Tab)
+    assert body.toPlainText() == "Dear Anna,\n\nThank you for the" + first_word + rest
+    assert body.pieces == []
+
+
+def test_escape_dismisses_and_typing_the_suggestion_consumes_it(qtbot, make_window):
+    w = make_window()
+    body = type_and_wait(qtbot, w, "Hi Tom,\n\nI hope you are")
+    text_before, ghost, request = body.toPlainText(), body.ghost_text, w.current_id
+    qtbot.keyClicks(body, ghost[0])
+    assert body.ghost_text == ghost[1:] and w.current_id == request      # no new request
+    qtbot.keyClick(body, Qt.Key_Escape)
+    assert body.pieces == [] and body.toPlainText() == text_before + ghost[0]
+
+
+def test_ctrl_right_moves_by_word_without_ghost(qtbot, make_window):
+    w = make_window()
+    body = w.body_edit
+    body.setPlainText("one two three")
+    cursor = body.textCursor()
+    cursor.setPosition(0)
+    body.setTextCursor(cursor)
+    qtbot.keyClick(body, Qt.Key_Right, Qt.ControlModifier)
+    assert body.textCursor().position() in (3, 4) and body.toPlainText() == "one two three"
+
+
+def test_retrieved_pii_is_highlighted_and_marked(qtbot, make_window):
+    w = make_window(with_pii=True)
+    body = type_and_wait(qtbot, w, "Hi Tom,\n\nThanks for the quick reply. If anything comes up, please give me a call at")
+    chunk_pieces = [p for p in body.pieces if p.from_chunk]
+    assert chunk_pieces and chunk_pieces[0].label == "phone" and "(555) 123-4567" in chunk_pieces[0].text
+    qtbot.keyClick(body, Qt.Key_Tab)
+    marks = body.chunk_marks()
+    assert marks and body.toPlainText()[marks[0][0]:marks[0][1]].strip().startswith("(555) 123-4567")
+    assert w.last_stats["chunks"] == 1 and w.last_stats["passes_saved"] > 0
+    # the mark's tint follows the View toggle; the mark itself stays
+    w.marks_action.trigger()
+    assert not body.marks_visible and body.chunk_marks() == marks
+
+
+def test_a_stale_request_never_paints(qtbot, make_window):
+    w = make_window()
+    body = w.body_edit
+    body.setFocus()
+    type_text(qtbot, body, "Dear team,\n\nThe meeting is")
+    qtbot.waitUntil(lambda: w.current_id > 0 and bool(body.pieces), timeout=WAIT)
+    old = w.current_id
+    qtbot.keyClicks(body, " moved")                  # interrupts: a newer request wins
+    assert w.current_id > old and body.pieces == []
+    w._on_piece(old, " STALE", {"source": "model"})  # a late piece of the old request
+    assert "STALE" not in body.ghost_text
+    qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id, timeout=WAIT)
+    assert "STALE" not in body.ghost_text and body.toPlainText().endswith(" moved")
+
+
+def test_slider_changes_the_engines_threshold(qtbot, make_window):
+    from app.settings_dialog import SettingsDialog
+
+    w = make_window()
+    dialog = SettingsDialog(w, w.settings)
+    qtbot.addWidget(dialog)
+    dialog.slider.setValue(60)
+    qtbot.waitUntil(lambda: w.worker.engine.threshold == pytest.approx(0.60), timeout=5000)
+    dialog.reject()                                   # cancel restores the old value
+    qtbot.waitUntil(lambda: w.worker.engine.threshold == pytest.approx(0.15), timeout=5000)
+
+
+def test_library_round_trip(qtbot, make_window, tmp_path):
+    from app.library import LibraryDialog
+
+    w = make_window()
+    dialog = LibraryDialog(w, w.settings.db_path)
+    qtbot.addWidget(dialog)
+    with qtbot.waitSignal(w.worker.store_ready, timeout=WAIT):
+        cid = dialog.add_chunk(values={"text": "(555) 987-6543", "kind": "pii", "label": "phone",
+                                       "contexts": ["Call me at", "My number is"]})
+    assert cid and dialog.table.rowCount() == 1 and dialog.table.item(0, 2).text() != "(555) 987-6543"
+    dialog.reveal.setChecked(True)
+    assert dialog.table.item(0, 2).text() == "(555) 987-6543"
+    dialog.table.selectRow(0)
+    assert dialog.edit_selected(values={"text": "(555) 987-0000", "kind": "pii", "label": "mobile",
+                                        "contexts": ["Call me at"]})
+    assert dialog.table.item(0, 1).text() == "mobile"
+    out = tmp_path / "lib.json"
+    assert dialog.export_dialog(str(out)) == 1
+    dialog.table.selectRow(0)
+    assert dialog.delete_selected(confirm=False) == 1 and dialog.table.rowCount() == 0
+    assert dialog.import_dialog(str(out)) == 1
+    assert dialog.chunks[0].text == "(555) 987-0000" and dialog.chunks[0].contexts[0].text == "Call me at"
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"text": "", "kind": "pii", "contexts": ["x"]}]')
+    from PySide6.QtWidgets import QMessageBox
+
+    import unittest.mock as mock
+
+    with mock.patch.object(QMessageBox, "warning") as warn:
+        assert dialog.import_dialog(str(bad)) == 0
+    assert "line 1" in warn.call_args[0][2] and len(dialog.chunks) == 1
+    dialog.accept()
+
+
+def test_email_output(qtbot, make_window, tmp_path):
+    w = make_window()
+    w.to_edit.setText("anna@example.org")
+    w.subject_edit.setPlainText("Lunch")
+    w.body_edit.setPlainText("Hi Anna,\n\nLunch on Friday?\n")
+    path = w.save_eml(str(tmp_path / "mail.eml"))
+    data = open(path, "rb").read().decode()
+    assert "To: anna@example.org" in data and "Subject: Lunch" in data and "Lunch on Friday?" in data
+    url = w.mailto_url().toString()
+    assert url.startswith("mailto:anna@example.org?subject=Lunch&body=Hi") 
+    w.copy_email()
+    from PySide6.QtGui import QGuiApplication
+
+    assert "Subject: Lunch" in QGuiApplication.clipboard().text()
+
+
+def test_body_prompt_lifts_a_trailing_space():
+    assert body_prompt("", "", "Call me at ") == ("Call me at", True)
+    assert body_prompt("a@b.c", "Hi", "Text") == ("To: a@b.c\nSubject: Hi\n\nText", False)
+
+
+def test_settings_persist_with_a_schema_version(tmp_path):
+    path = tmp_path / "s.json"
+    s = Settings(threshold=0.4, debounce_ms=300, model_path="/m.gguf")
+    save_settings(s, path)
+    loaded, notes = load_settings(path)
+    assert loaded == s and notes == []
+    assert json.loads(path.read_text())["schema_version"] == 1
+    path.write_text(json.dumps({"threshold": 7, "mystery": 1, "debounce_ms": 100}))
+    loaded, notes = load_settings(path)
+    assert loaded.threshold == 0.15 and loaded.debounce_ms == 100 and len(notes) == 2
+    path.write_text("{broken")
+    loaded, notes = load_settings(path)
+    assert loaded == Settings() and "could not be read" in notes[0]

@@ -1,0 +1,77 @@
+"""Regenerate docs/img/editor.png: the editor with a suggestion whose chunk is highlighted.
+
+    python tools/screenshot.py            # offscreen (QT_QPA_PLATFORM=offscreen is set if no display)
+    xvfb-run -a python tools/screenshot.py  # in a real X window
+
+Uses a temporary store with the CD-LM paper's synthetic PII profile and
+temporary settings, so the user's own files are never touched.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+if not os.environ.get("DISPLAY"):
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def main(out: Path = ROOT / "docs" / "img" / "editor.png") -> None:
+    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtTest import QTest
+    from PySide6.QtWidgets import QApplication
+
+    from app.settings import Settings
+    from app.window import ComposeWindow
+    from core import ChunkStore
+
+    tmp = Path(tempfile.mkdtemp(prefix="chunkwise-shot-"))
+    db = tmp / "chunks.db"
+    profile = json.loads((ROOT / "tests/data/pii_profile_paper.json").read_text())
+    with ChunkStore(db) as store:
+        for field, entry in profile.items():
+            if not field.startswith("_"):
+                store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
+        store.add_chunk("Looking forward to hearing from you.", "phrase",
+                        ["Thanks again for your help.", "Let me know what you think."], label="closing")
+    app = QApplication.instance() or QApplication(sys.argv)
+    window = ComposeWindow(Settings(db_path=str(db), debounce_ms=150), tmp / "settings.json")
+    window.resize(860, 520)
+    window.show()
+
+    def wait(predicate, ms=120_000):
+        loop = QEventLoop()
+        timer = QTimer()
+        timer.timeout.connect(lambda: predicate() and loop.quit())
+        timer.start(50)
+        QTimer.singleShot(ms, loop.quit)
+        loop.exec()
+        timer.stop()
+        return predicate()
+
+    if not wait(lambda: window.model_ready):
+        raise SystemExit("model did not load")
+    window.to_edit.setText("tom.baker@example.org")
+    window.subject_edit.setPlainText("Quarterly report")
+    body = window.body_edit
+    body.setFocus()
+    body.setPlainText("Hi Tom,\n\nThanks for the quick reply, the numbers look good. "
+                      "If anything comes up before Friday, please give me a call at")
+    body.moveCursor(body.textCursor().MoveOperation.End)
+    window.current_editor = body
+    window.suggest_now()
+    wait(lambda: bool(window.last_stats) and body.pieces and any(p.from_chunk for p in body.pieces), 60_000)
+    QTest.qWait(300)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    window.grab().save(str(out))
+    print(f"saved {out}; ghost: {body.ghost_text!r}")
+    window.shutdown()
+    window.close()
+
+
+if __name__ == "__main__":
+    main()
