@@ -47,7 +47,9 @@ class ModelWorker(QObject):
                 self.engine.close()
                 self.engine = None
             self.progress.emit("Loading model", 0, 1)
-            engine = Engine(options.get("model_path") or None, options.get("db_path") or None,
+            from core.paths import default_db_path
+
+            engine = Engine(options.get("model_path") or None, options.get("db_path") or str(default_db_path()),
                             n_ctx=options.get("n_ctx", 2048), n_threads=options.get("threads") or None,
                             threshold=options.get("threshold", 0.15),
                             progress=lambda d, t: self.progress.emit("Measuring the model", d, t))

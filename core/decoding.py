@@ -57,7 +57,8 @@ class Stats:
 
     @property
     def passes_saved(self) -> int:
-        return self.tokens - self.forward_passes
+        """Forward passes a token-by-token decode would have needed more: a chunk of n tokens costs one."""
+        return self.chunk_tokens - self.chunks
 
     def as_dict(self) -> dict:
         return {"tokens": self.tokens, "forward_passes": self.forward_passes,

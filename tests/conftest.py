@@ -21,6 +21,7 @@ PHRASINGS = ROOT / "tests" / "data" / "pii_phrasings.json"
 def _private_paths(tmp_path, monkeypatch):
     """Every test gets its own data directory: the user's store is never touched."""
     monkeypatch.setenv("CHUNKWISE_DB", str(tmp_path / "user-data" / "chunks.db"))
+    monkeypatch.setenv("CHUNKWISE_CONFIG", str(tmp_path / "user-config" / "settings.json"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.delenv("CHUNKWISE_MODEL", raising=False)

@@ -98,6 +98,15 @@ def test_escape_dismisses_and_typing_the_suggestion_consumes_it(qtbot, make_wind
     assert body.pieces == [] and body.toPlainText() == text_before + ghost[0]
 
 
+def test_subject_gets_single_line_suggestions(qtbot, make_window):
+    w = make_window()
+    w.to_edit.setText("team@example.org")
+    subject = type_and_wait(qtbot, w, "Meeting notes from", editor=w.subject_edit)
+    assert subject.ghost_text.strip() and "\n" not in subject.ghost_text
+    qtbot.keyClick(subject, Qt.Key_Tab)
+    assert subject.toPlainText().startswith("Meeting notes from") and "\n" not in subject.toPlainText()
+
+
 def test_ctrl_right_moves_by_word_without_ghost(qtbot, make_window):
     w = make_window()
     body = w.body_edit
@@ -218,3 +227,18 @@ def test_settings_persist_with_a_schema_version(tmp_path):
     path.write_text("{broken")
     loaded, notes = load_settings(path)
     assert loaded == Settings() and "could not be read" in notes[0]
+
+
+def test_default_store_location_is_used_when_none_is_set(qtbot, tmp_path):
+    import os
+
+    with ChunkStore(os.environ["CHUNKWISE_DB"]) as store:          # conftest points it at tmp_path
+        store.add_chunk("Kind regards, Sam", "snippet", ["Thanks again for your help."])
+    w = ComposeWindow(Settings(debounce_ms=50), tmp_path / "settings.json")
+    qtbot.addWidget(w)
+    try:
+        qtbot.waitUntil(lambda: w.model_ready, timeout=WAIT)
+        assert "1 chunk contexts" in w.model_label.text()
+        assert w.worker.engine.store.path == os.environ["CHUNKWISE_DB"]
+    finally:
+        w.shutdown()

@@ -69,6 +69,25 @@ def main(out: Path = ROOT / "docs" / "img" / "editor.png") -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     window.grab().save(str(out))
     print(f"saved {out}; ghost: {body.ghost_text!r}")
+
+    # accepted text keeps its mark; the settings dialog measures the draft for its plot
+    body.accept_ghost()
+    from app.library import LibraryDialog
+    from app.settings_dialog import SettingsDialog
+
+    settings = SettingsDialog(window, window.settings)
+    settings.show()
+    wait(lambda: not settings.plot.note, 60_000)
+    QTest.qWait(200)
+    settings.grab().save(str(out.with_name("settings.png")))
+    settings.reject()
+    library = LibraryDialog(window, str(db))
+    library.show()
+    QTest.qWait(200)
+    library.grab().save(str(out.with_name("library.png")))
+    library.accept()
+    window.grab().save(str(out.with_name("editor-accepted.png")))
+    print("saved settings.png, library.png, editor-accepted.png")
     window.shutdown()
     window.close()
 
