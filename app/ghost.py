@@ -159,45 +159,36 @@ class GhostTextEdit(QPlainTextEdit):
                 fmt.setBackground(MARK_BACKGROUND)
         return fmt
 
-    def set_marks_visible(self, visible: bool) -> None:
-        """Show or hide the tint on accepted chunk text (the marks themselves stay)."""
-        self.marks_visible = visible
-        self._internal = True
-        try:
-            block = self.document().begin()
-            while block.isValid():
-                it = block.begin()
-                while not it.atEnd():
-                    frag = it.fragment()
-                    if frag.isValid() and frag.charFormat().hasProperty(CHUNK_ID):
-                        cursor = QTextCursor(self.document())
-                        cursor.setPosition(frag.position())
-                        cursor.setPosition(frag.position() + frag.length(), QTextCursor.KeepAnchor)
-                        fmt = QTextCharFormat()
-                        if visible:
-                            fmt.setBackground(MARK_BACKGROUND)
-                        else:
-                            fmt.setBackground(self.palette().color(QPalette.Base))
-                        cursor.mergeCharFormat(fmt)
-                    it += 1
-                block = block.next()
-        finally:
-            self._internal = False
-
-    def chunk_marks(self) -> list[tuple[int, int, int]]:
-        """(start, end, chunk id) of accepted chunk text in the document."""
-        marks = []
+    def _chunk_fragments(self):
+        """(position, length, chunk id) of every run of accepted chunk text."""
         block = self.document().begin()
         while block.isValid():
             it = block.begin()
             while not it.atEnd():
                 frag = it.fragment()
                 if frag.isValid() and frag.charFormat().hasProperty(CHUNK_ID):
-                    marks.append((frag.position(), frag.position() + frag.length(),
-                                  int(frag.charFormat().property(CHUNK_ID))))
+                    yield frag.position(), frag.length(), int(frag.charFormat().property(CHUNK_ID))
                 it += 1
             block = block.next()
-        return marks
+
+    def set_marks_visible(self, visible: bool) -> None:
+        """Show or hide the tint on accepted chunk text (the marks themselves stay)."""
+        self.marks_visible = visible
+        fmt = QTextCharFormat()
+        fmt.setBackground(MARK_BACKGROUND if visible else self.palette().color(QPalette.Base))
+        self._internal = True
+        try:
+            for position, length, _ in list(self._chunk_fragments()):
+                cursor = QTextCursor(self.document())
+                cursor.setPosition(position)
+                cursor.setPosition(position + length, QTextCursor.KeepAnchor)
+                cursor.mergeCharFormat(fmt)
+        finally:
+            self._internal = False
+
+    def chunk_marks(self) -> list[tuple[int, int, int]]:
+        """(start, end, chunk id) of accepted chunk text in the document."""
+        return [(p, p + n, cid) for p, n, cid in self._chunk_fragments()]
 
     # ------------------------------------------------------------ keys
 

@@ -4,7 +4,18 @@ from __future__ import annotations
 import sys
 
 
+def _no_display() -> bool:
+    import os
+
+    return (sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM")
+            and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"))
+
+
 def run_app(argv: list[str] | None = None) -> int:
+    if _no_display():
+        print("chunkwise: error: no display found. Run the editor in a desktop session (or under Xvfb), "
+              "or use the command line: python main.py --help", file=sys.stderr)
+        return 1
     from PySide6.QtWidgets import QApplication, QMessageBox
 
     from .settings import load_settings, settings_path

@@ -119,3 +119,9 @@ def test_main_py_runs_the_command_line(tmp_path):
     out = subprocess.run([sys.executable, "main.py", "chunks", "list"], cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, "CHUNKWISE_DB": str(tmp_path / "m.db")}, timeout=120)
     assert out.returncode == 0 and "empty" in out.stdout
+
+
+def test_editor_without_a_display_says_so(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    out = subprocess.run([sys.executable, "main.py"], cwd=ROOT, capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 1 and "no display found" in out.stderr and "Traceback" not in out.stderr
