@@ -39,12 +39,15 @@ def load_sets():
                if not k.startswith("_")}
     tuning = json.loads((ROOT / "tests/data/pii_phrasings.json").read_text())
     heldout = json.loads((ROOT / "bench/data_heldout_b.json").read_text())
+    heldout_c = json.loads((ROOT / "bench/data_heldout_c.json").read_text())
     tune_pos = [(f, c) for f, e in profile.items() for c in e["contexts"][STORED_PER_FIELD:]]
     tune_pos += [(f, p) for f, items in tuning["positives"].items() for p in items]
     sets = {
         "A (tuning: unstored paper prefixes + tests/data phrasings)": (tune_pos, tuning["negatives"]),
         "B (held out: bench/data_heldout_b.json)": (
             [(f, p) for f, items in heldout["positives"].items() for p in items], heldout["negatives"]),
+        "C (held out: bench/data_heldout_c.json)": (
+            [(f, p) for f, items in heldout_c["positives"].items() for p in items], heldout_c["negatives"]),
     }
     return profile, sets
 
@@ -150,7 +153,7 @@ def main() -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for (name, (taus, rec, fpr)), color in zip(curves.items(), ("tab:blue", "tab:orange")):
+    for (name, (taus, rec, fpr)), color in zip(curves.items(), ("tab:blue", "tab:orange", "tab:green")):
         short = name.split(" ")[0]
         ax.plot(taus, rec, color=color, label=f"set {short}: recall (right chunk inserted)")
         ax.plot(taus, np.array(fpr) / 100, color=color, linestyle="--", label=f"set {short}: false insertions / position")

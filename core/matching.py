@@ -29,6 +29,7 @@ measured steps:
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
@@ -46,6 +47,7 @@ LEXICAL_WEIGHT = 0.3     # weight of word overlap in the chunk choice
 LOCAL_GATE = 0.6         # weight of local agreement in the match score
 LEXICAL_GATE = 0.4       # weight of word overlap in the match score
 DEFAULT_THRESHOLD = 0.15  # on the calibrated scale; see docs/matching.md
+SHORT_SENTENCE = 3       # word overlap of shorter sentences counts for less
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?\n]\s")
 
@@ -56,6 +58,32 @@ def words(text: str) -> list[str]:
     for w in _WORD_RE.findall(text.lower()):
         out.append(w[:-1] if len(w) > 3 and w.endswith("s") else w)
     return out
+
+
+def _load_field_words() -> dict[str, set[str]]:
+    """label alias -> words that lead into that field (core/data/field_words.json)."""
+    path = BACKGROUND_FILE.parent / "field_words.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for field, entry in data.items():
+        if field.startswith("_"):
+            continue
+        bag = set(words(" ".join(entry.get("words", []))))
+        for alias in entry.get("aliases", []) + [field]:
+            out[alias.lower().strip()] = bag
+    return out
+
+
+FIELD_WORDS = _load_field_words()
+
+
+def chunk_words(contexts: Iterable[str], label: str | None) -> set[str]:
+    """The words matching looks for: the chunk's contexts, its label, and its field's usual words."""
+    bag = set(words(" ".join(contexts) + " " + (label or "")))
+    return bag | FIELD_WORDS.get((label or "").lower().strip(), set())
 
 
 def current_sentence(text: str, limit: int = 300) -> str:
@@ -138,10 +166,19 @@ class _Lexicon:
         return value
 
     def weigh(self, sentence: str) -> tuple[dict[str, float], float]:
-        """IDF weights of a sentence's words and their total (cached for the last sentence)."""
+        """IDF weights of a sentence's words and the total to normalise by (cached for the last sentence).
+
+        A sentence of one or two words ("The number") says little about what
+        follows, yet one shared word would count as full overlap: the total
+        is padded as if the sentence had at least SHORT_SENTENCE words.
+        """
         if sentence != self._last[0]:
-            weights = {w: self.idf(w) for w in set(words(sentence))}
-            self._last = (sentence, weights, sum(weights.values()))
+            found = words(sentence)
+            weights = {w: self.idf(w) for w in set(found)}
+            total = sum(weights.values())
+            if found and len(found) < SHORT_SENTENCE:
+                total *= SHORT_SENTENCE / len(found)
+            self._last = (sentence, weights, total)
         return self._last[1], self._last[2]
 
     def overlap(self, weights: dict[str, float], total: float, chunk_words: set[str]) -> float:
@@ -191,7 +228,7 @@ class ChunkMatcher:
         self._tokens = {r.label: r.chunk_tokens for r in rows}
         self._chunks = {}
         for chunk in store.list_chunks(ids=sorted(set(self._chunk_of.tolist()))) if labels else []:
-            bag = set(words(" ".join(c.text for c in chunk.contexts) + " " + (chunk.label or "")))
+            bag = chunk_words((c.text for c in chunk.contexts), chunk.label)
             self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag}
         self.calibration = self._calibrate()
         return status
