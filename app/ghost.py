@@ -88,8 +88,6 @@ class GhostTextEdit(QPlainTextEdit):
     def add_ghost(self, piece: GhostPiece) -> None:
         if self.anchor != self.textCursor().position():
             return                      # the cursor moved: this suggestion is stale
-        if not self.pieces and not self.single_line:
-            pass
         if self.single_line and "\n" in piece.text:
             piece = GhostPiece(piece.text.split("\n", 1)[0], piece.source, piece.chunk_id, piece.label,
                                piece.kind, piece.similarity)

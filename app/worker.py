@@ -14,7 +14,6 @@ import traceback
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from core import ChunkwiseError, Engine, GenerationRequest
-from core.matching import match_score
 
 
 class ModelWorker(QObject):
@@ -167,5 +166,3 @@ class WorkerThread:
             self.thread.quit()
             self.thread.wait(timeout_ms)
 
-
-__all__ = ["ModelWorker", "WorkerThread", "match_score"]

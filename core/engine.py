@@ -236,7 +236,7 @@ class Engine:
         if request.max_tokens < 1:
             raise ChunkwiseError("max_tokens must be at least 1.")
         tokens, text = self.prompt_tokens(request)
-        notices = []
+        notices, dropped = [], 0
         room = self.runtime.n_ctx - request.max_tokens - 64  # slack for a chunk past max_tokens
         if room < 8:
             raise ChunkwiseError(f"max_tokens {request.max_tokens} leaves no room in the context window "
@@ -259,8 +259,7 @@ class Engine:
             matcher = self.matcher
         decoder = Decoder(self.runtime, matcher, settings, cancelled)
         generation = Generation(decoder, tokens, text, notices)
-        generation.stats.truncated_tokens = max(0, len(self.prompt_tokens(request)[0]) - len(tokens)) \
-            if notices else 0
+        generation.stats.truncated_tokens = dropped
         return generation
 
     def generate(self, request: GenerationRequest, record_use: bool = True) -> Completion:

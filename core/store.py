@@ -175,9 +175,7 @@ def _migrate_1(db: sqlite_utils.Database) -> None:
 
 
 def _migrate_2(db: sqlite_utils.Database) -> None:
-    # Per-model calibration of the similarity scale (see matching.Calibration)
-    # and the whitening statistics of ordinary text (see encoding.ModelStats).
-    db["models"].add_column("calibration", str)
+    # The whitening statistics of ordinary text, per model (see encoding.ModelStats).
     db["chunks"].create_index(["kind"])
     db["model_stats"].create(
         {"model_id": int, "source": str, "mean": bytes, "whitener": bytes, "background": bytes},
@@ -495,15 +493,3 @@ class ChunkStore:
     def context_owner(self) -> dict[int, int]:
         """context id -> chunk id."""
         return dict(self.db.conn.execute("SELECT id, chunk_id FROM contexts").fetchall())
-
-    def calibration(self, model_id: int) -> str | None:
-        row = self.db.conn.execute("SELECT calibration FROM models WHERE id=?", (model_id,)).fetchone()
-        return row[0] if row else None
-
-    def set_calibration(self, model_id: int, value: str) -> None:
-        with self._guard():
-            self.db.conn.execute("UPDATE models SET calibration=? WHERE id=?", (value, model_id))
-
-    def revision(self) -> int:
-        """A number that changes whenever chunks or contexts change (cheap to poll)."""
-        return self.db.conn.execute("PRAGMA data_version").fetchone()[0] + self.db.conn.total_changes

@@ -74,6 +74,7 @@ def test_prompt_longer_than_the_window_is_truncated_from_the_left(make_engine):
     done = engine.generate(GenerationRequest(long_prompt, max_tokens=5))
     assert done.notices and "were left out" in done.notices[0]
     assert done.stats.prompt_tokens <= engine.runtime.n_ctx and done.stats.tokens == 5
+    assert done.stats.truncated_tokens > 0 and str(done.stats.truncated_tokens) in done.notices[0]
 
 
 def test_chat_mode_follows_an_instruction(make_engine):
