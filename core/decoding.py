@@ -19,6 +19,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from .drafting import DraftLength, NGramDrafter
 from .encoding import LOCAL_WINDOW, Encoder
 from .llama_runtime import LlamaRuntime
 from .matching import ChunkMatcher, Proposal
@@ -54,6 +55,10 @@ class Stats:
     prefill_seconds: float = 0.0
     truncated_tokens: int = 0  # prompt tokens dropped from the left to fit the window
     stop_reason: str = ""      # "length", "eos", "stop", "cancelled"
+    drafted: int = 0           # draft tokens sent for verification
+    draft_accepted: int = 0    # of those, tokens the model confirmed (its own choice)
+    chunk_drafted: int = 0     # draft tokens that came from below-threshold chunks
+    chunk_draft_accepted: int = 0
 
     @property
     def passes_saved(self) -> int:
@@ -65,7 +70,8 @@ class Stats:
                 "chunk_tokens": self.chunk_tokens, "chunks": self.chunks,
                 "seconds": round(self.seconds, 4), "prompt_tokens": self.prompt_tokens,
                 "prompt_reused": self.prompt_reused, "truncated_tokens": self.truncated_tokens,
-                "stop_reason": self.stop_reason}
+                "stop_reason": self.stop_reason, "drafted": self.drafted, "draft_accepted": self.draft_accepted,
+                "chunk_drafted": self.chunk_drafted, "chunk_draft_accepted": self.chunk_draft_accepted}
 
 
 @dataclass
@@ -75,6 +81,7 @@ class DecodeSettings:
     stop: Sequence[str] = ()
     use_chunks: bool = True
     sample_acceptance: bool = False   # z ~ Bernoulli(q) instead of q >= 0.5
+    draft: bool = False               # n-gram / chunk drafts verified in one batch (docs/benchmarks.md: opt-in)
 
 
 @dataclass
@@ -90,7 +97,7 @@ class Decoder:
     """Runs one generation over a runtime; iterate it for :class:`Piece` events."""
 
     def __init__(self, rt: LlamaRuntime, matcher: ChunkMatcher | None, settings: DecodeSettings,
-                 cancelled: Callable[[], bool] | None = None):
+                 cancelled: Callable[[], bool] | None = None, drafter: NGramDrafter | None = None):
         self.rt = rt
         self.matcher = matcher if settings.use_chunks else None
         self.s = settings
@@ -105,6 +112,9 @@ class Decoder:
         # Without chunks to match, hidden states are not needed: decode exactly
         # as llama-cpp-python does, so plain greedy output is bit-identical.
         self._hidden = self.matcher is not None and len(self.matcher) > 0
+        self.drafter = drafter if settings.draft else None
+        self._draft_len = DraftLength()
+        self._pending: int | None = None   # the model's choice already sampled during verification
 
     # ------------------------------------------------------------ the story
 
@@ -113,6 +123,8 @@ class Decoder:
         self._text = prompt_text[-2000:]
         state = self.prefill(prompt_tokens)
         self.stats.prefill_seconds = time.perf_counter() - start
+        if self.drafter is not None:
+            self.drafter.start(prompt_tokens)
         reason = "length"
         while self.stats.tokens < self.s.max_tokens:
             if self.cancelled():
@@ -121,12 +133,20 @@ class Decoder:
             proposal = self.propose(state)
             if proposal is not None and self.accept(proposal):
                 tokens, piece = self.insert(proposal)
+                decoded = False
             else:
                 token = self.sample(state)
                 if self.rt.is_eog(token):
                     reason = "eos"
                     break
-                tokens, piece = [token], self.piece_for([token])
+                tokens = [token]
+                draft, from_chunk = self.draft_after(token, proposal)
+                if draft:
+                    tokens, state = self.verify(token, draft, from_chunk)
+                decoded = bool(draft)
+                piece = self.piece_for(tokens)
+            if self.drafter is not None:
+                self.drafter.extend(tokens)
             pieces, stopped = self._stops.feed(piece)
             yield from pieces
             if stopped:
@@ -134,7 +154,8 @@ class Decoder:
                 break
             if self.stats.tokens >= self.s.max_tokens:
                 break
-            state = self.decode_step(tokens)
+            if not decoded:
+                state = self.decode_step(tokens)
         yield from self._flush()
         self.stats.stop_reason = reason
         self.stats.seconds = time.perf_counter() - start
@@ -153,8 +174,10 @@ class Decoder:
     def propose(self, state: _State) -> Proposal | None:
         if not self._hidden:
             return None
+        # With drafting, weaker matches are worth scoring too: they become drafts.
+        greedy = not self.s.sample_acceptance and self.drafter is None
         return self.matcher.propose(state.hidden, state.local, self._text, exclude=self._used_chunks,
-                                    greedy=not self.s.sample_acceptance)
+                                    greedy=greedy)
 
     def accept(self, proposal: Proposal) -> bool:
         if self.s.sample_acceptance:
@@ -163,6 +186,7 @@ class Decoder:
 
     def insert(self, proposal: Proposal) -> tuple[list[int], Piece]:
         """Take the chunk: its tokens as they continue the text written so far."""
+        self._pending = None
         tokens = self._continuation_tokens(proposal)
         self._used_chunks.add(proposal.chunk_id)
         self.stats.chunks += 1
@@ -174,7 +198,51 @@ class Decoder:
                              round(proposal.similarity, 4))
 
     def sample(self, state: _State) -> int:
+        if self._pending is not None:
+            token, self._pending = self._pending, None
+            return token
         return self.s.sampler.sample(state.logits)
+
+    def draft_after(self, token: int, proposal: Proposal | None) -> tuple[list[int], bool]:
+        """Tokens that may follow *token*: a chunk the matcher was not sure of, else an n-gram."""
+        room = self.s.max_tokens - self.stats.tokens - 1
+        if self.drafter is None or room <= 0:
+            return [], False
+        if proposal is not None:
+            chunk = self._continuation_tokens(proposal)
+            if len(chunk) > 1 and chunk[0] == token:
+                return chunk[1:1 + room], True
+        return self.drafter.draft(min(self._draft_len.next(), room), extra=[token]), False
+
+    def verify(self, token: int, draft: list[int], from_chunk: bool) -> tuple[list[int], _State]:
+        """One batched decode of [token] + draft; keep the prefix the model itself would choose.
+
+        Row i of the outputs (shape (1 + k, V)) predicts what follows draft[i - 1];
+        the model's choice there is sampled exactly as plain decoding would, so
+        the output is unchanged -- only faster when drafts are right.
+        """
+        batch = [token] + draft
+        out = self.rt.eval(batch, outputs="all", hidden=self._hidden)   # logits (1+k, V), hidden (1+k, d)
+        self.stats.forward_passes += 1
+        accepted = [token]
+        for i, guess in enumerate(draft):
+            choice = self.s.sampler.sample(out.logits[i])
+            if choice != guess or self.rt.is_eog(choice):
+                self._pending = choice      # the next step starts from this choice (or ends at EOS)
+                break
+            accepted.append(guess)
+        n_ok = len(accepted) - 1
+        self.rt.truncate(len(self.rt.tokens) - (len(draft) - n_ok))    # drop rejected drafts from the cache
+        self.stats.drafted += len(draft)
+        self.stats.draft_accepted += n_ok
+        if from_chunk:
+            self.stats.chunk_drafted += len(draft)
+            self.stats.chunk_draft_accepted += n_ok
+        self._draft_len.update(len(draft), n_ok)
+        last = len(accepted) - 1
+        if self._hidden:
+            self._recent_hidden = (self._recent_hidden + list(out.hidden[: last + 1]))[-LOCAL_WINDOW:]
+        return accepted, self._state(out.logits[last])
 
     def piece_for(self, tokens: list[int]) -> Piece:
         self.stats.tokens += len(tokens)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from .decoding import Decoder, DecodeSettings, Piece, Stats
+from .drafting import NGramDrafter
 from .encoding import Encoder, ModelStats
 from .errors import ChunkwiseError
 from .llama_runtime import LlamaRuntime
@@ -58,6 +59,8 @@ class GenerationRequest:
     use_chunks: bool = True
     sample_acceptance: bool = False
     system: str | None = None
+    draft: bool = False         # drafts verified in one batch: fewer passes on repeated text, but see
+                                # docs/benchmarks.md -- batched logits differ slightly from one-at-a-time
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,7 @@ class Engine:
         self._progress = progress
         self._threshold = threshold
         self._matcher: ChunkMatcher | None = None   # built on first need (measures the model once)
+        self._chunk_drafts = NGramDrafter()          # n-grams of the chunk texts, rebuilt on refresh
         self._refreshed = False
         self.index_status = ""
 
@@ -204,6 +208,9 @@ class Engine:
             if progress:
                 progress(done, len(pending))
         self.index_status = self.matcher.load(self.store, self.model_id, self.runtime.identity, self.index_path)
+        self._chunk_drafts = NGramDrafter()
+        for tokens in self.matcher.chunk_token_lists():
+            self._chunk_drafts.add_document(tokens)
         self._refreshed = True
         return done
 
@@ -251,13 +258,14 @@ class Engine:
             tokens = [self.runtime.bos]
         sampler = Sampler(request.temperature, request.top_p, request.top_k, request.seed)
         settings = DecodeSettings(request.max_tokens, sampler, tuple(request.stop), request.use_chunks,
-                                  request.sample_acceptance)
+                                  request.sample_acceptance, request.draft)
         matcher = None
         if request.use_chunks and self.store.count()[0] > 0:
             if not self._refreshed:
                 self.refresh(self._progress)
             matcher = self.matcher
-        decoder = Decoder(self.runtime, matcher, settings, cancelled)
+        drafter = self._chunk_drafts.fork() if (request.use_chunks and matcher is not None) else NGramDrafter()
+        decoder = Decoder(self.runtime, matcher, settings, cancelled, drafter)
         generation = Generation(decoder, tokens, text, notices)
         generation.stats.truncated_tokens = dropped
         return generation

@@ -205,6 +205,10 @@ class ChunkMatcher:
     def __len__(self) -> int:
         return len(self.index)
 
+    def chunk_token_lists(self) -> list[tuple[int, ...]]:
+        """Each distinct chunk tokenization once (documents for n-gram drafts)."""
+        return sorted(set(getattr(self, "_tokens", {}).values()))
+
     # ------------------------------------------------------------ loading
 
     def load(self, store: ChunkStore, model_id: int, model_identity: str, index_path=None,
