@@ -74,18 +74,22 @@ class ModelWorker(QObject):
 
     @Slot(int, object)
     def generate(self, request_id: int, request: GenerationRequest) -> None:
+        received = time.perf_counter()
         if request_id != self.latest or self.engine is None:
             return                           # stale before it started
+        first = None
         try:
             gen = self.engine.stream(request, cancelled=lambda: self.latest != request_id)
             for piece in gen:
                 if self.latest != request_id:
                     break
+                first = first or time.perf_counter()
                 self.piece.emit(request_id, piece.text, {
                     "source": piece.source, "chunk_id": piece.chunk_id, "kind": piece.kind,
                     "label": piece.label, "similarity": piece.similarity})
             stats = gen.stats.as_dict()
             stats["passes_saved"] = gen.stats.passes_saved
+            stats["received_at"], stats["first_piece_at"] = received, first   # time.perf_counter()
             self.finished.emit(request_id, stats)
         except ChunkwiseError as exc:
             self.failed.emit(request_id, str(exc))

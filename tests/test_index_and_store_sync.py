@@ -69,3 +69,14 @@ def test_engine_keeps_the_index_in_step_with_the_store(tmp_path, make_engine):
     engine.index_path.unlink()
     engine.refresh()
     assert engine.index_status == "rebuilt" and len(engine.matcher) == 5
+
+
+def test_refresh_can_be_cancelled_and_resumes(make_engine, tmp_path):
+    engine = make_engine(store=ChunkStore(tmp_path / "many.db"))
+    engine.store.add_many([{"text": f"snippet {i}", "kind": "snippet", "label": None,
+                            "contexts": [f"Context number {i} leads to"]} for i in range(150)])
+    seen = []
+    done = engine.refresh(progress=lambda d, t: seen.append((d, t)), cancelled=lambda: len(seen) >= 1)
+    assert done == 64 and seen == [(64, 150)]                      # stopped between batches
+    assert len(engine.store.pending_encodings(engine.model_id)) == 150 - 64   # finished work was kept
+    assert engine.refresh() == 150 - 64 and len(engine.matcher) == 150

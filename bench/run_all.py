@@ -1,0 +1,37 @@
+"""The whole benchmark suite, one command (about 8 minutes on the 2-core machine):
+
+    python bench/run_all.py            # writes bench/out/*.txt and docs/img/*.png
+
+Each script runs in its own process, one after another, so they do not share
+the CPU; their tables go to bench/out/<name>.txt and to the terminal.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = ["decoding.py", "matching.py", "retrieval.py", "editor_latency.py", "drafting.py"]
+
+
+def main() -> int:
+    out_dir = HERE / "out"
+    out_dir.mkdir(exist_ok=True)
+    failed = []
+    for script in SCRIPTS:
+        start = time.perf_counter()
+        print(f"== {script}", flush=True)
+        proc = subprocess.run([sys.executable, str(HERE / script)], capture_output=True, text=True)
+        text = proc.stdout + (f"\n[stderr]\n{proc.stderr}" if proc.returncode else "")
+        (out_dir / f"{Path(script).stem}.txt").write_text(text, encoding="utf-8")
+        print(text, flush=True)
+        print(f"== {script}: {'ok' if proc.returncode == 0 else 'FAILED'} in {time.perf_counter() - start:.0f} s\n")
+        if proc.returncode:
+            failed.append(script)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
