@@ -105,6 +105,10 @@ class SettingsDialog(QDialog):
         self.debounce.setValue(s.debounce_ms)
         self.chunks = QCheckBox("Insert chunks from my library")
         self.chunks.setChecked(s.chunks_enabled)
+        self.anchors = QCheckBox("Save memory on long documents (forget earlier sentences; suggestions get worse)")
+        self.anchors.setToolTip("Anchor-based KV reduction: keeps only sentence ends of earlier sentences "
+                                "in the model's memory. The bundled model was not trained for it.")
+        self.anchors.setChecked(s.anchor_reduction)
         form = QFormLayout()
         threshold_box = QVBoxLayout()
         threshold_box.addWidget(self.slider)
@@ -120,6 +124,7 @@ class SettingsDialog(QDialog):
         form.addRow("Temperature:", self.temperature)
         form.addRow("Typing pause before suggesting:", self.debounce)
         form.addRow("", self.chunks)
+        form.addRow("", self.anchors)
         buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
@@ -154,7 +159,7 @@ class SettingsDialog(QDialog):
         return replace(self.original, threshold=self.slider.value() / 100, model_path=self.model.text().strip(),
                        n_ctx=self.n_ctx.value(), threads=self.threads.value(), max_tokens=self.max_tokens.value(),
                        temperature=self.temperature.value(), debounce_ms=self.debounce.value(),
-                       chunks_enabled=self.chunks.isChecked())
+                       chunks_enabled=self.chunks.isChecked(), anchor_reduction=self.anchors.isChecked())
 
     def accept(self) -> None:
         if hasattr(self.window_, "apply_settings"):

@@ -243,7 +243,7 @@ class ComposeWindow(QMainWindow):
         editor.start_ghost()
         s = self.settings
         request = GenerationRequest(prompt, max_tokens=s.max_tokens, temperature=s.temperature,
-                                    stop=stop, use_chunks=s.chunks_enabled)
+                                    stop=stop, use_chunks=s.chunks_enabled, anchor_reduction=s.anchor_reduction)
         self.request_generation.emit(self.current_id, request)
 
     def _on_piece(self, request_id: int, text: str, meta: dict) -> None:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["decoding.py", "matching.py", "retrieval.py", "editor_latency.py", "drafting.py"]
+SCRIPTS = ["decoding.py", "matching.py", "retrieval.py", "editor_latency.py", "drafting.py", "anchors.py"]
 
 
 def main() -> int:

@@ -81,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--draft", action="store_true",
                    help="experimental: verify n-gram and weak-chunk drafts in one batch (fewer forward passes "
                         "on repeated text; see docs/benchmarks.md for when it pays)")
+    g.add_argument("--anchor-reduction", action="store_true",
+                   help="drop earlier sentences from the KV cache at sentence ends (long documents; costs quality)")
     g.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     g.add_argument("--top-p", type=float, default=0.95)
     g.add_argument("--top-k", type=int, default=40)
@@ -156,7 +158,8 @@ def cmd_generate(args) -> int:
     request = GenerationRequest(prompt, mode="chat" if args.chat else "complete", max_tokens=args.max_tokens,
                                 temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
                                 stop=args.stop, use_chunks=not args.no_chunks,
-                                sample_acceptance=args.sample_acceptance, system=args.system, draft=args.draft)
+                                sample_acceptance=args.sample_acceptance, system=args.system, draft=args.draft,
+                                anchor_reduction=args.anchor_reduction)
     generation = engine.stream(request)
     for notice in generation.notices:
         print(f"chunkwise: note: {notice}", file=sys.stderr)

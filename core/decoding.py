@@ -19,6 +19,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from .anchors import AnchorReducer
 from .drafting import DraftLength, NGramDrafter
 from .encoding import LOCAL_WINDOW, Encoder
 from .llama_runtime import LlamaRuntime
@@ -59,6 +60,8 @@ class Stats:
     draft_accepted: int = 0    # of those, tokens the model confirmed (its own choice)
     chunk_drafted: int = 0     # draft tokens that came from below-threshold chunks
     chunk_draft_accepted: int = 0
+    kv_cells: int = 0          # KV cells in use at the end (anchor reduction removes some)
+    kv_positions: int = 0      # positions evaluated (what a full cache would hold)
 
     @property
     def passes_saved(self) -> int:
@@ -71,7 +74,8 @@ class Stats:
                 "seconds": round(self.seconds, 4), "prompt_tokens": self.prompt_tokens,
                 "prompt_reused": self.prompt_reused, "truncated_tokens": self.truncated_tokens,
                 "stop_reason": self.stop_reason, "drafted": self.drafted, "draft_accepted": self.draft_accepted,
-                "chunk_drafted": self.chunk_drafted, "chunk_draft_accepted": self.chunk_draft_accepted}
+                "chunk_drafted": self.chunk_drafted, "chunk_draft_accepted": self.chunk_draft_accepted,
+                "kv_cells": self.kv_cells, "kv_positions": self.kv_positions}
 
 
 @dataclass
@@ -82,6 +86,7 @@ class DecodeSettings:
     use_chunks: bool = True
     sample_acceptance: bool = False   # z ~ Bernoulli(q) instead of q >= 0.5
     draft: bool = False               # n-gram / chunk drafts verified in one batch (docs/benchmarks.md: opt-in)
+    anchor_keep: int | None = None    # anchor KV reduction on, protecting this many leading tokens
 
 
 @dataclass
@@ -115,6 +120,7 @@ class Decoder:
         self.drafter = drafter if settings.draft else None
         self._draft_len = DraftLength()
         self._pending: int | None = None   # the model's choice already sampled during verification
+        self._anchors = AnchorReducer(rt, max(1, settings.anchor_keep)) if settings.anchor_keep is not None else None
 
     # ------------------------------------------------------------ the story
 
@@ -122,6 +128,8 @@ class Decoder:
         start = time.perf_counter()
         self._text = prompt_text[-2000:]
         state = self.prefill(prompt_tokens)
+        if self._anchors is not None:
+            self._anchors.reduce()                   # the prefix's earlier sentences (Algorithm 1, line 10)
         self.stats.prefill_seconds = time.perf_counter() - start
         if self.drafter is not None:
             self.drafter.start(prompt_tokens)
@@ -156,7 +164,10 @@ class Decoder:
                 break
             if not decoded:
                 state = self.decode_step(tokens)
+            if self._anchors is not None and any(self._anchors.is_anchor(t) for t in tokens):
+                self._anchors.reduce()                # an anchor was generated (line 16)
         yield from self._flush()
+        self.stats.kv_cells, self.stats.kv_positions = self.rt.kv_cells, len(self.rt.tokens)
         self.stats.stop_reason = reason
         self.stats.seconds = time.perf_counter() - start
 

@@ -61,6 +61,8 @@ class GenerationRequest:
     system: str | None = None
     draft: bool = False         # drafts verified in one batch: fewer passes on repeated text, but see
                                 # docs/benchmarks.md -- batched logits differ slightly from one-at-a-time
+    anchor_reduction: bool = False  # drop earlier sentences' KV at sentence ends (costs quality; long documents)
+    anchor_keep: int | None = None  # leading prompt tokens kept whole; default: the whole chat prompt, or BOS
 
 
 @dataclass(frozen=True)
@@ -257,8 +259,12 @@ class Engine:
         if not tokens:
             tokens = [self.runtime.bos]
         sampler = Sampler(request.temperature, request.top_p, request.top_k, request.seed)
+        keep = None
+        if request.anchor_reduction:
+            keep = request.anchor_keep if request.anchor_keep is not None else (
+                len(tokens) if request.mode == "chat" else 1)
         settings = DecodeSettings(request.max_tokens, sampler, tuple(request.stop), request.use_chunks,
-                                  request.sample_acceptance, request.draft)
+                                  request.sample_acceptance, request.draft, keep)
         matcher = None
         if request.use_chunks and self.store.count()[0] > 0:
             if not self._refreshed:

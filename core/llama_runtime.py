@@ -155,6 +155,7 @@ class LlamaRuntime:
         self._memory = lib.llama_get_memory(self.ctx)
         self._embeddings_on = True
         self.tokens: list[int] = []  # what the KV cache holds, position by position
+        self.dropped: set[int] = set()  # positions whose cells anchor reduction removed (holes)
         self.identity = model_identity(self.model_path)
         self.name = self.model_path.name
         self.decode_calls = 0
@@ -255,10 +256,38 @@ class LlamaRuntime:
                 self._lib.llama_memory_clear(self._memory, True)
                 n = 0
             del self.tokens[n:]
+            self.dropped = {p for p in self.dropped if p < n}
 
     def reset(self) -> None:
         self._lib.llama_memory_clear(self._memory, True)
         self.tokens.clear()
+        self.dropped.clear()
+
+    @property
+    def kv_cells(self) -> int:
+        """Cells in use: positions evaluated minus those anchor reduction removed."""
+        return len(self.tokens) - len(self.dropped)
+
+    def drop(self, positions: Sequence[int]) -> int:
+        """Remove these positions' keys and values; later tokens keep their positions.
+
+        Used by anchor-based KV reduction: the positions stay taken (the next
+        token goes after the last one), attention simply no longer sees them.
+        Returns how many cells were removed.
+        """
+        todo = sorted(set(positions) - self.dropped)
+        removed = 0
+        start = prev = None
+        for p in todo + [None]:
+            if p is not None and prev is not None and p == prev + 1:
+                prev = p
+                continue
+            if start is not None:
+                if self._lib.llama_memory_seq_rm(self._memory, 0, start, prev + 1):
+                    self.dropped.update(range(start, prev + 1))
+                    removed += prev + 1 - start
+            start = prev = p
+        return removed
 
     def common_prefix(self, tokens: Sequence[int]) -> int:
         n = min(len(tokens), len(self.tokens))
@@ -280,6 +309,11 @@ class LlamaRuntime:
             raise ModelError(f"{len(tokens)} tokens do not fit the context window of {self.n_ctx}.")
         last = max(1, min(last, len(tokens)))
         keep = min(self.common_prefix(tokens), len(tokens) - last)
+        if self.dropped:
+            # A cache with holes (anchor reduction) is only reused up to its first
+            # hole: llama.cpp needs each new token right after the last one kept,
+            # and a request that did not ask for reduction must see everything.
+            keep = min(keep, min(self.dropped))
         self.truncate(keep)
         n = len(tokens) - keep
         return self.eval(tokens[keep:], outputs=range(n - last, n), hidden=hidden, copy=copy)
