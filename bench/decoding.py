@@ -120,7 +120,28 @@ def main() -> None:
                      f"{100 * fps:.1f}%", f"{100 * tts:.1f}%"])
     print("Chunk insertion (PII profile stored, 4 prefixes per field):")
     print(table(["prompt (end)", "tokens", "forward passes", "chunk tokens", "chunks", "FPS", "TTS"], rows))
-    print(f"mean FPS {100 * statistics.mean(fps_all):.1f}%, mean TTS {100 * statistics.mean(tts_all):.1f}%")
+    print(f"mean FPS {100 * statistics.mean(fps_all):.1f}%, mean TTS {100 * statistics.mean(tts_all):.1f}%\n")
+
+    # -- the combinations, side by side ----------------------------------------
+    from tests.test_drafting import QUOTE
+
+    configs = {"chunks": dict(engine=pii, draft=False), "drafts": dict(engine=plain, draft=True),
+               "chunks + drafts": dict(engine=pii, draft=True)}
+    totals = {name: [0, 0, 0.0] for name in ["plain", *configs]}     # tokens, passes, seconds
+    for prompt in PII_PROMPTS + [QUOTE]:
+        for _ in range(max(1, args.repeats // 2)):
+            for name, cfg in [("plain", dict(engine=plain, draft=False)), *configs.items()]:
+                cfg["engine"].runtime.reset()
+                done, t = timed(lambda: cfg["engine"].generate(
+                    GenerationRequest(prompt, max_tokens=n, draft=cfg["draft"]), record_use=False))
+                totals[name][0] += done.stats.tokens
+                totals[name][1] += done.stats.forward_passes
+                totals[name][2] += t
+    base = totals["plain"][2] / totals["plain"][0]
+    rows = [[name, tok, passes, f"{100 * (1 - passes / tok):.1f}%", f"{tok / secs:.1f}",
+             f"{100 * (1 - (secs / tok) / base):.1f}%"] for name, (tok, passes, secs) in totals.items()]
+    print("All PII prompts and a quoted reply together, per configuration:")
+    print(table(["configuration", "tokens", "forward passes", "FPS", "tok/s", "TTS vs plain"], rows) + "\n")
 
     import matplotlib
 
