@@ -5,7 +5,9 @@
     accept    greedy: q >= 0.5; or z ~ Bernoulli(q)
     decode    the chunk's tokens in one batched llama_decode -- or --
     sample    one token from the logits, then decode it
+    (draft    opt-in: n-gram or weak-chunk tokens after it, verified in the same decode)
     emit      text pieces tagged with where they came from
+    (reduce   opt-in: at a sentence end, drop earlier sentences from the KV cache)
 
 Every step ends in exactly one ``llama_decode`` (a forward pass), whether it
 adds one token or a whole chunk; the state it returns (logits, hidden) is
