@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QFileDialog, QFormLayout, QLabel, QLineEdit, QMai
 
 from core import GenerationRequest
 
+from .drafts import DraftFile
 from .ghost import GhostPiece, GhostTextEdit
 from .settings import Settings, save_settings
 from .worker import WorkerThread
@@ -52,8 +53,12 @@ class ComposeWindow(QMainWindow):
     request_refresh = Signal()
     request_use = Signal(int)
 
-    def __init__(self, settings: Settings, settings_file: Path | None = None, start_worker: bool = True):
+    def __init__(self, settings: Settings, settings_file: Path | None = None, start_worker: bool = True,
+                 draft_file: DraftFile | None = None):
         super().__init__()
+        self.draft_file = draft_file or DraftFile()
+        self.confirm_close = True       # ask before closing with unsaved work
+        self.dirty = False
         self.settings = settings
         self.settings_file = settings_file
         self.setWindowTitle("Chunkwise — new email")
@@ -70,7 +75,12 @@ class ComposeWindow(QMainWindow):
         self.debounce.setSingleShot(True)
         self.debounce.setInterval(settings.debounce_ms)
         self.debounce.timeout.connect(self.suggest_now)
+        self.autosave = QTimer(self)
+        self.autosave.setSingleShot(True)
+        self.autosave.setInterval(1000)
+        self.autosave.timeout.connect(self.save_draft)
         self.worker_thread = WorkerThread() if start_worker else None
+        self._restore_draft()
         if self.worker_thread:
             self._connect_worker()
             self.load_model()
@@ -100,6 +110,9 @@ class ComposeWindow(QMainWindow):
             editor.accepted.connect(self._on_accepted)
             editor.cursorPositionChanged.connect(lambda e=editor: self._on_cursor_moved(e))
         self.to_edit.textEdited.connect(lambda _: self.cancel_suggestion())
+        self.to_edit.textChanged.connect(lambda _: self._changed())
+        for editor in (self.body_edit, self.subject_edit):
+            editor.textChanged.connect(self._changed)
         status = self.statusBar()
         self.model_label = QLabel("Loading model…")
         self.stats_label = QLabel("")
@@ -370,6 +383,7 @@ class ComposeWindow(QMainWindow):
             QMessageBox.warning(self, "Save email", f"Could not save {path}: {exc}")
             return None
         self.statusBar().showMessage(f"Saved {path}", 3000)
+        self.dirty = False
         return path
 
     def mailto_url(self) -> QUrl:
@@ -381,13 +395,56 @@ class ComposeWindow(QMainWindow):
         if not QDesktopServices.openUrl(self.mailto_url()):
             QMessageBox.information(self, "Open in mail client", "No mail client is set up on this system.")
 
+    # ------------------------------------------------------------ drafts
+
+    def _changed(self) -> None:
+        self.dirty = True
+        self.autosave.start()
+
+    def draft(self) -> dict:
+        return {"to": self.to_edit.text(), "subject": self.subject_edit.toPlainText(),
+                "body": self.body_edit.toPlainText()}
+
+    def save_draft(self) -> None:
+        """Autosave: the email as it is now, so a crash or a kill loses nothing."""
+        try:
+            if any(self.draft().values()):
+                self.draft_file.save(self.draft())
+            else:
+                self.draft_file.clear()
+        except OSError as exc:
+            self.statusBar().showMessage(f"Draft not autosaved: {exc.strerror}", 8000)
+
+    def _restore_draft(self) -> None:
+        saved = self.draft_file.load()
+        if not saved:
+            return
+        self.to_edit.setText(saved["to"])
+        self.subject_edit.setPlainText(saved["subject"])
+        self.body_edit.setPlainText(saved["body"])
+        self.body_edit.moveCursor(self.body_edit.textCursor().MoveOperation.End)
+        self.dirty = True
+        self.autosave.stop()
+        self.statusBar().showMessage("Restored the email you were writing", 6000)
+
     # ------------------------------------------------------------ closing
 
     def closeEvent(self, event) -> None:
+        if self.confirm_close and self.dirty and self.body_edit.toPlainText().strip():
+            answer = QMessageBox.question(
+                self, "Chunkwise", "This email has not been saved or sent. Save it as .eml before closing?",
+                QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel, QMessageBox.Save)
+            if answer == QMessageBox.Cancel or (answer == QMessageBox.Save and not self.save_eml()):
+                event.ignore()
+                return
+            self.draft_file.clear()          # saved or discarded on purpose: nothing to restore
+        elif self.dirty:
+            self.save_draft()
         self.shutdown()
         super().closeEvent(event)
 
     def shutdown(self) -> None:
+        self.autosave.stop()
         self.debounce.stop()
         if self.worker_thread:
             self.worker_thread.stop()

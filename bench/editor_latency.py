@@ -63,7 +63,11 @@ def main() -> None:
     session = json.loads(SESSION.read_text())
     app = QApplication.instance() or QApplication(sys.argv)
     tmp = Path(tempfile.mkdtemp(prefix="chunkwise-typing-"))
-    window = ComposeWindow(Settings(db_path=str(tmp / "chunks.db"), debounce_ms=250), tmp / "settings.json")
+    from app.drafts import DraftFile
+
+    window = ComposeWindow(Settings(db_path=str(tmp / "chunks.db"), debounce_ms=250), tmp / "settings.json",
+                           draft_file=DraftFile(tmp / "draft.json"))
+    window.confirm_close = False
     window.show()
     while not window.model_ready:
         wait(50)

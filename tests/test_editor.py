@@ -26,6 +26,7 @@ def make_window(qtbot, tmp_path):
                     store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
         s = Settings(db_path=str(db), debounce_ms=50, **settings)
         w = ComposeWindow(s, tmp_path / "settings.json")
+        w.confirm_close = False
         qtbot.addWidget(w)
         w.show()
         windows.append(w)
@@ -37,7 +38,7 @@ def make_window(qtbot, tmp_path):
         thread = w.worker_thread.thread if w.worker_thread else None
         w.shutdown()
         assert w.worker_thread is None and (thread is None or thread.isFinished())
-        assert not w.debounce.isActive()
+        assert not w.debounce.isActive() and not w.autosave.isActive()
 
 
 def type_text(qtbot, editor, text):
@@ -235,6 +236,7 @@ def test_default_store_location_is_used_when_none_is_set(qtbot, tmp_path):
     with ChunkStore(os.environ["CHUNKWISE_DB"]) as store:          # conftest points it at tmp_path
         store.add_chunk("Kind regards, Sam", "snippet", ["Thanks again for your help."])
     w = ComposeWindow(Settings(debounce_ms=50), tmp_path / "settings.json")
+    w.confirm_close = False
     qtbot.addWidget(w)
     try:
         qtbot.waitUntil(lambda: w.model_ready, timeout=WAIT)
@@ -242,3 +244,30 @@ def test_default_store_location_is_used_when_none_is_set(qtbot, tmp_path):
         assert w.worker.engine.store.path == os.environ["CHUNKWISE_DB"]
     finally:
         w.shutdown()
+
+
+def test_drafts_are_autosaved_restored_and_closing_asks(qtbot, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    from app.drafts import DraftFile
+
+    drafts = DraftFile(tmp_path / "draft.json")
+    w = ComposeWindow(Settings(debounce_ms=50), tmp_path / "settings.json", start_worker=False, draft_file=drafts)
+    qtbot.addWidget(w)
+    w.to_edit.setText("ann@example.org")
+    w.subject_edit.setPlainText("Plans")
+    w.body_edit.setPlainText("Hi Ann,\n\nSee you Friday.")
+    qtbot.waitUntil(lambda: drafts.load() is not None and "Friday" in drafts.load()["body"], timeout=5000)
+    assert (drafts.path.stat().st_mode & 0o777) == 0o600
+    # a new window (after a crash or a kill) finds the email again
+    again = ComposeWindow(Settings(), tmp_path / "settings.json", start_worker=False, draft_file=drafts)
+    qtbot.addWidget(again)
+    assert again.draft() == {"to": "ann@example.org", "subject": "Plans", "body": "Hi Ann,\n\nSee you Friday."}
+    # closing with unsaved work asks; Cancel keeps the window, Discard closes and forgets the draft
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Cancel)
+    assert again.close() is False and again.draft()["body"]
+    assert drafts.load() is not None
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Discard)
+    assert again.close() and drafts.load() is None
+    w.confirm_close = False
+    w.shutdown()

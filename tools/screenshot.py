@@ -39,7 +39,11 @@ def main(out: Path = ROOT / "docs" / "img" / "editor.png") -> None:
         store.add_chunk("Looking forward to hearing from you.", "phrase",
                         ["Thanks again for your help.", "Let me know what you think."], label="closing")
     app = QApplication.instance() or QApplication(sys.argv)
-    window = ComposeWindow(Settings(db_path=str(db), debounce_ms=150), tmp / "settings.json")
+    from app.drafts import DraftFile
+
+    window = ComposeWindow(Settings(db_path=str(db), debounce_ms=150), tmp / "settings.json",
+                           draft_file=DraftFile(tmp / "draft.json"))
+    window.confirm_close = False
     window.resize(860, 520)
     window.show()
 
