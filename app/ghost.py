@@ -16,7 +16,7 @@ Keys, as in the tools people know:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QPoint, QRect, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetricsF, QKeyEvent, QPainter, QPalette, QTextCharFormat, QTextCursor, QTextFormat
@@ -89,8 +89,7 @@ class GhostTextEdit(QPlainTextEdit):
         if self.anchor != self.textCursor().position():
             return                      # the cursor moved: this suggestion is stale
         if self.single_line and "\n" in piece.text:
-            piece = GhostPiece(piece.text.split("\n", 1)[0], piece.source, piece.chunk_id, piece.label,
-                               piece.kind, piece.similarity)
+            piece = replace(piece, text=piece.text.split("\n", 1)[0])
         if self.pieces and self.pieces[-1].source == piece.source == "model":
             self.pieces[-1] = GhostPiece(self.pieces[-1].text + piece.text)
         elif piece.text:
@@ -117,15 +116,7 @@ class GhostTextEdit(QPlainTextEdit):
         if not self.has_ghost():
             return []
         total = len(self.ghost_text)
-        upto = total if upto is None else min(upto, total)
-        taken, rest, used = [], [], 0
-        for p in self.pieces:
-            take = max(0, min(len(p.text), upto - used))
-            if take:
-                taken.append(GhostPiece(p.text[:take], p.source, p.chunk_id, p.label, p.kind, p.similarity))
-            if take < len(p.text):
-                rest.append(GhostPiece(p.text[take:], p.source, p.chunk_id, p.label, p.kind, p.similarity))
-            used += len(p.text)
+        taken, rest = self._split(total if upto is None else min(upto, total))
         self._internal = True
         try:
             cursor = self.textCursor()
@@ -206,7 +197,7 @@ class GhostTextEdit(QPlainTextEdit):
             typed = event.text()
             if typed and typed.isprintable() and self.ghost_text.startswith(typed) and not (
                     mods & (Qt.ControlModifier | Qt.AltModifier)):
-                rest_pieces = self._drop_prefix(len(typed))
+                rest_pieces = self._split(len(typed))[1]
                 # Move the ghost first, so the cursor move it causes is not taken as a jump away.
                 self.pieces = rest_pieces
                 self.anchor = self.textCursor().position() + len(typed)
@@ -227,14 +218,17 @@ class GhostTextEdit(QPlainTextEdit):
             return
         super().keyPressEvent(event)
 
-    def _drop_prefix(self, n: int) -> list[GhostPiece]:
-        rest, used = [], 0
+    def _split(self, n: int) -> tuple[list[GhostPiece], list[GhostPiece]]:
+        """The ghost pieces cut after *n* characters: (first part, rest), sources kept."""
+        taken, rest, used = [], [], 0
         for p in self.pieces:
             take = max(0, min(len(p.text), n - used))
+            if take:
+                taken.append(replace(p, text=p.text[:take]))
             if take < len(p.text):
-                rest.append(GhostPiece(p.text[take:], p.source, p.chunk_id, p.label, p.kind, p.similarity))
+                rest.append(replace(p, text=p.text[take:]))
             used += len(p.text)
-        return rest
+        return taken, rest
 
     def _on_contents_change(self, position: int, removed: int, added: int) -> None:
         if not self._internal and (removed or added):

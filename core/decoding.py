@@ -16,7 +16,7 @@ what the next step proposes and samples from.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -315,9 +315,9 @@ class _AttributedStops:
         for p in self.held:
             take = max(0, min(len(p.text), n_safe - used))
             if take:
-                out.append(_with_text(p, p.text[:take]))
+                out.append(replace(p, text=p.text[:take]))
             if take < len(p.text) and not stopped:
-                remaining.append(_with_text(p, p.text[take:]))
+                remaining.append(replace(p, text=p.text[take:]))
             used += len(p.text)
         self.held = remaining
         return out, stopped
@@ -328,6 +328,3 @@ class _AttributedStops:
         self.matcher.flush()
         return out
 
-
-def _with_text(p: Piece, text: str) -> Piece:
-    return Piece(text, p.source, p.chunk_id, p.kind, p.label, p.similarity)

@@ -345,16 +345,16 @@ class LlamaRuntime:
             want = sorted(set(int(i) for i in outputs))
         logits_rows, hidden_rows, pos_rows = [], [], []
         segments = self._segments(n, want) if hidden else self._plain_segments(n)
+        keep_views = not copy and len(segments) == 1   # a later decode would overwrite the buffer
         for start, end in segments:
             local = [i - start for i in want if start <= i < end]
             self._decode(tokens[start:end], local, hidden)
             for i in local:
-                logits_rows.append(self._row(self._lib.llama_get_logits_ith, i, self.n_vocab))
+                row = self._row(self._lib.llama_get_logits_ith, i, self.n_vocab)
+                logits_rows.append(row if keep_views else row.copy())
                 if hidden:
                     hidden_rows.append(self._row(self._lib.llama_get_embeddings_ith, i, self.n_embd).copy())
                 pos_rows.append(len(self.tokens) - (end - start) + i)
-            if copy or len(segments) > 1:   # a later decode overwrites the buffer
-                logits_rows = [row.copy() for row in logits_rows]
         hidden_arr = np.stack(hidden_rows) if hidden else np.empty((len(logits_rows), 0), np.float32)
         logits = logits_rows[0][None, :] if len(logits_rows) == 1 else np.stack(logits_rows)
         return Outputs(logits, hidden_arr, np.asarray(pos_rows))

@@ -200,6 +200,7 @@ class ChunkMatcher:
         self._row_of: dict[int, int] = {}          # label -> row in the arrays below
         self._chunk_of = np.empty(0, dtype=np.int64)
         self._local = np.empty((0, self.dim), dtype=np.float16)
+        self._tokens: dict[int, tuple[int, ...]] = {}   # label -> chunk tokens after that context
         self._chunks: dict[int, dict] = {}          # chunk id -> kind, label, text, words, tokens
 
     def __len__(self) -> int:
@@ -207,7 +208,7 @@ class ChunkMatcher:
 
     def chunk_token_lists(self) -> list[tuple[int, ...]]:
         """Each distinct chunk tokenization once (documents for n-gram drafts)."""
-        return sorted(set(getattr(self, "_tokens", {}).values()))
+        return sorted(set(self._tokens.values()))
 
     # ------------------------------------------------------------ loading
 
