@@ -5,6 +5,7 @@
     chunkwise chunks add --kind pii --label phone --text "(555) 123-4567" \\
         --context "You can call me at" --context "My phone number is"
     chunkwise chunks list | import FILE | export FILE | remove ID | encode
+    chunkwise mine --corpus ~/Mail/sent.mbox [--knn]    (see cli_learn.py: mine, ppl, tune)
 
 Bad input gets one clear line on stderr and a non-zero exit, never a
 traceback (``--debug`` shows one).
@@ -119,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--kind")
     enc = csub.add_parser("encode", help="compute matching data for the model now (otherwise done on demand)")
     _common(enc)
+    from .cli_learn import add_parsers
+
+    add_parsers(sub, _common)
     return parser
 
 
@@ -234,6 +238,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "generate":
             return cmd_generate(args)
+        if args.command in ("mine", "ppl", "tune"):
+            from . import cli_learn
+
+            if args.command == "mine":
+                return cli_learn.cmd_mine(args, _engine, _Progress)
+            if args.command == "ppl":
+                return cli_learn.cmd_ppl(args, _engine)
+            return cli_learn.cmd_tune(args, _engine, _Progress)
         return cmd_chunks(args)
     except ChunkwiseError as exc:
         print(f"chunkwise: error: {exc}", file=sys.stderr)

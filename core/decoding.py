@@ -25,7 +25,8 @@ from .anchors import AnchorReducer
 from .drafting import DraftLength, NGramDrafter
 from .encoding import LOCAL_WINDOW, Encoder
 from .llama_runtime import LlamaRuntime
-from .matching import ChunkMatcher, Proposal
+from .knn import KnnLM
+from .matching import REPEATABLE_KINDS, ChunkMatcher, Proposal
 from .sampling import Sampler, StopMatcher, Utf8Stream
 
 
@@ -104,7 +105,8 @@ class Decoder:
     """Runs one generation over a runtime; iterate it for :class:`Piece` events."""
 
     def __init__(self, rt: LlamaRuntime, matcher: ChunkMatcher | None, settings: DecodeSettings,
-                 cancelled: Callable[[], bool] | None = None, drafter: NGramDrafter | None = None):
+                 cancelled: Callable[[], bool] | None = None, drafter: NGramDrafter | None = None,
+                 knn: KnnLM | None = None):
         self.rt = rt
         self.matcher = matcher if settings.use_chunks else None
         self.s = settings
@@ -118,7 +120,9 @@ class Decoder:
         self._encoder = Encoder(rt)
         # Without chunks to match, hidden states are not needed: decode exactly
         # as llama-cpp-python does, so plain greedy output is bit-identical.
-        self._hidden = self.matcher is not None and len(self.matcher) > 0
+        self._chunks_on = self.matcher is not None and len(self.matcher) > 0
+        self.knn = knn                     # kNN-LM mixing of the next-token distribution (PP-KD)
+        self._hidden = self._chunks_on or knn is not None
         self.drafter = drafter if settings.draft else None
         self._draft_len = DraftLength()
         self._pending: int | None = None   # the model's choice already sampled during verification
@@ -185,7 +189,7 @@ class Decoder:
         return self._state(out.logits[-1])
 
     def propose(self, state: _State) -> Proposal | None:
-        if not self._hidden:
+        if not self._chunks_on:
             return None
         # With drafting, weaker matches are worth scoring too: they become drafts.
         greedy = not self.s.sample_acceptance and self.drafter is None
@@ -201,7 +205,8 @@ class Decoder:
         """Take the chunk: its tokens as they continue the text written so far."""
         self._pending = None
         tokens = self._continuation_tokens(proposal)
-        self._used_chunks.add(proposal.chunk_id)
+        if proposal.kind not in REPEATABLE_KINDS:
+            self._used_chunks.add(proposal.chunk_id)
         self.stats.chunks += 1
         self.stats.chunk_tokens += len(tokens)
         self.stats.tokens += len(tokens)
@@ -214,7 +219,13 @@ class Decoder:
         if self._pending is not None:
             token, self._pending = self._pending, None
             return token
-        return self.s.sampler.sample(state.logits)
+        return self.choose(state.logits, state.hidden)
+
+    def choose(self, logits: np.ndarray, hidden: np.ndarray | None) -> int:
+        """The next token from the model's logits (V,), mixed with the kNN distribution when on."""
+        if self.knn is not None:
+            logits = self.knn.mix_logits(logits, hidden)
+        return self.s.sampler.sample(logits)
 
     def draft_after(self, token: int, proposal: Proposal | None) -> tuple[list[int], bool]:
         """Tokens that may follow *token*: a chunk the matcher was not sure of, else an n-gram."""
@@ -239,7 +250,7 @@ class Decoder:
         self.stats.forward_passes += 1
         accepted = [token]
         for i, guess in enumerate(draft):
-            choice = self.s.sampler.sample(out.logits[i])
+            choice = self.choose(out.logits[i], out.hidden[i] if self._hidden else None)
             if choice != guess or self.rt.is_eog(choice):
                 self._pending = choice      # the next step starts from this choice (or ends at EOS)
                 break

@@ -25,6 +25,7 @@ from .decoding import Decoder, DecodeSettings, Piece, Stats
 from .drafting import NGramDrafter
 from .encoding import Encoder, ModelStats
 from .errors import ChunkwiseError
+from .knn import KnnLM, KnnSettings
 from .llama_runtime import LlamaRuntime
 from .matching import DEFAULT_THRESHOLD, ChunkMatcher
 from .paths import resolve_model_path
@@ -63,6 +64,7 @@ class GenerationRequest:
                                 # docs/benchmarks.md -- batched logits differ slightly from one-at-a-time
     anchor_reduction: bool = False  # drop earlier sentences' KV at sentence ends (costs quality; long documents)
     anchor_keep: int | None = None  # leading prompt tokens kept whole; default: the whole chat prompt, or BOS
+    knn: bool = False           # mix in the kNN-LM distribution of the user's mined writing (Engine.knn_settings)
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,8 @@ class Engine:
         self._chunk_drafts = NGramDrafter()          # n-grams of the chunk texts, rebuilt on refresh
         self._refreshed = False
         self.index_status = ""
+        self.knn_settings = KnnSettings()
+        self._knn: KnnLM | None = None
 
     @property
     def matcher(self) -> ChunkMatcher:
@@ -217,6 +221,22 @@ class Engine:
         return done
 
     @property
+    def knn(self) -> KnnLM:
+        """The kNN-LM datastore of the mined corpus (loaded on first use), with ``knn_settings``."""
+        if self._knn is None:
+            keys, values, ids, probs, _teacher = self.store.knn_data(self.model_id)
+            if len(values) == 0:
+                raise ChunkwiseError("There is no kNN datastore for this model yet: run "
+                                     "'chunkwise mine --knn --corpus ...' first.")
+            self._knn = KnnLM(self.matcher.stats, keys, values, ids, probs, self.knn_settings)
+        self._knn.settings = self.knn_settings.check()
+        return self._knn
+
+    def forget_knn(self) -> None:
+        """Drop the in-memory datastore (after mining added to it)."""
+        self._knn = None
+
+    @property
     def threshold(self) -> float:
         return self._threshold
 
@@ -271,7 +291,8 @@ class Engine:
                 self.refresh(self._progress)
             matcher = self.matcher
         drafter = self._chunk_drafts.fork() if (request.use_chunks and matcher is not None) else NGramDrafter()
-        decoder = Decoder(self.runtime, matcher, settings, cancelled, drafter)
+        decoder = Decoder(self.runtime, matcher, settings, cancelled, drafter,
+                          knn=self.knn if request.knn else None)
         generation = Generation(decoder, tokens, text, notices)
         generation.stats.truncated_tokens = dropped
         return generation

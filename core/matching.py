@@ -48,6 +48,10 @@ LOCAL_GATE = 0.6         # weight of local agreement in the match score
 LEXICAL_GATE = 0.4       # weight of word overlap in the match score
 DEFAULT_THRESHOLD = 0.15  # on the calibrated scale; see docs/matching.md
 SHORT_SENTENCE = 3       # word overlap of shorter sentences counts for less
+# Mined phrases ("I hope this email finds you well") recur naturally; a
+# person's phone number or a snippet written twice in one email does not.
+REPEATABLE_KINDS = frozenset({"self", "teacher"})
+REPEAT_WINDOW = 200      # characters in which even a mined phrase is not offered again
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?\n]\s")
 
@@ -285,7 +289,9 @@ class ChunkMatcher:
             if chunk_id in skip:
                 continue
             info = self._chunks[chunk_id]
-            if info["text"] in recent:       # already written: do not repeat it
+            # Already written: a PII value or snippet is not repeated; a mined
+            # phrase may recur, but not right after itself.
+            if info["text"] in (recent if info["kind"] not in REPEATABLE_KINDS else recent[-REPEAT_WINDOW:]):
                 skip.add(chunk_id)
                 continue
             seen = by_chunk.get(chunk_id)

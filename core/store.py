@@ -27,7 +27,7 @@ import sqlite_utils
 
 from .errors import StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 KINDS = ("pii", "snippet", "phrase")
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 MAX_CHUNK_CHARS = 20_000
@@ -183,7 +183,17 @@ def _migrate_2(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS = [_migrate_1, _migrate_2]
+def _migrate_3(db: sqlite_utils.Database) -> None:
+    # kNN-LM datastore (core/knn.py): one row per mined token position, per model.
+    db["knn_entries"].create(
+        {"id": int, "model_id": int, "doc_hash": str, "vector": bytes, "next_token": int,
+         "topk_ids": bytes, "topk_probs": bytes, "teacher": str},
+        pk="id", foreign_keys=[("model_id", "models", "id")], not_null={"model_id", "next_token"},
+    )
+    db["knn_entries"].create_index(["model_id", "doc_hash"])
+
+
+MIGRATIONS = [_migrate_1, _migrate_2, _migrate_3]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -387,6 +397,53 @@ class ChunkStore:
         with self._guard():
             return [self._insert(*c) for c in cleaned]
 
+    def add_mined(self, model_id: int, kind: str, chunks: Sequence, max_contexts: int = 32,
+                  knn_rows: Sequence[tuple] = (), teacher: str | None = None) -> tuple[int, int]:
+        """Store mined chunks with their encodings, all in one transaction.
+
+        *chunks*: objects with ``text``, ``tokens`` and ``contexts`` (each with
+        ``text``, ``entry_token``, ``vector``, ``vector_local``), as
+        :class:`core.distill.MinedChunk`.  A chunk already stored with the
+        same text and kind gains the new contexts (up to *max_contexts*), so
+        mining the same corpus twice changes nothing.  *knn_rows* (see
+        :meth:`add_knn`) go in the same transaction, skipping documents
+        already there.  Returns (new chunks, new contexts).
+        """
+        for c in chunks:
+            validate_chunk(c.text, kind, None, [x.text for x in c.contexts])
+        new_chunks = new_contexts = 0
+        with self._guard():
+            conn = self.db.conn
+            for c in chunks:
+                row = conn.execute("SELECT id FROM chunks WHERE text=? AND kind=?", (c.text, kind)).fetchone()
+                if row:
+                    chunk_id = row[0]
+                else:
+                    now = _now()
+                    chunk_id = conn.execute(
+                        "INSERT INTO chunks (text, kind, label, created_at, updated_at, use_count) "
+                        "VALUES (?,?,NULL,?,?,0)", (c.text, kind, now, now)).lastrowid
+                    new_chunks += 1
+                have = {r[0] for r in conn.execute("SELECT text FROM contexts WHERE chunk_id=?", (chunk_id,))}
+                for ctx in c.contexts:
+                    if ctx.text in have or len(have) >= max_contexts:
+                        continue
+                    have.add(ctx.text)
+                    ctx_id = conn.execute("INSERT INTO contexts (chunk_id, text) VALUES (?, ?)",
+                                          (chunk_id, ctx.text)).lastrowid
+                    conn.execute(
+                        """INSERT INTO encodings (context_id, model_id, entry_token, chunk_tokens, vector,
+                                                  vector_local, source_hash) VALUES (?,?,?,?,?,?,?)""",
+                        (ctx_id, model_id, int(ctx.entry_token), np.asarray(c.tokens, dtype=np.int32).tobytes(),
+                         np.asarray(ctx.vector, dtype=np.float16).tobytes(),
+                         np.asarray(ctx.vector_local, dtype=np.float16).tobytes(), source_hash(ctx.text, c.text)))
+                    new_contexts += 1
+            if knn_rows:
+                seen = {r[0] for r in conn.execute(
+                    "SELECT DISTINCT doc_hash FROM knn_entries WHERE model_id=?", (model_id,))}
+                self._insert_knn(model_id, [r for r in knn_rows if r[0] not in seen], teacher)
+        return new_chunks, new_contexts
+
     # -- models and derived data
 
     def model_id(self, identity: str, name: str, dim: int) -> int:
@@ -489,6 +546,48 @@ class ChunkStore:
                 (model_id, source, mean.astype(np.float32).tobytes(), whitener.astype(np.float32).tobytes(),
                  background.astype(np.float16).tobytes()),
             )
+
+    # -- kNN-LM datastore
+
+    def knn_documents(self, model_id: int) -> set[str]:
+        """Hashes of the documents already in this model's kNN datastore."""
+        return {r[0] for r in self.db.conn.execute(
+            "SELECT DISTINCT doc_hash FROM knn_entries WHERE model_id=?", (model_id,))}
+
+    def add_knn(self, model_id: int, rows: Sequence[tuple], teacher: str | None) -> int:
+        """Add (doc_hash, key (d,), next_token, topk_ids (t,) or None, topk_probs (t,) or None) rows at once."""
+        with self._guard():
+            self._insert_knn(model_id, rows, teacher)
+        return len(rows)
+
+    def _insert_knn(self, model_id: int, rows: Sequence[tuple], teacher: str | None) -> None:
+        self.db.conn.executemany(
+                "INSERT INTO knn_entries (model_id, doc_hash, vector, next_token, topk_ids, topk_probs, teacher) "
+                "VALUES (?,?,?,?,?,?,?)",
+                [(model_id, h, np.asarray(k, dtype=np.float16).tobytes(), int(v),
+                  None if ids is None else np.asarray(ids, dtype=np.int32).tobytes(),
+                  None if probs is None else np.asarray(probs, dtype=np.float16).tobytes(), teacher)
+                 for h, k, v, ids, probs in rows])
+
+    def knn_data(self, model_id: int):
+        """(keys (n, d) float32, values (n,), topk_ids (n, t) | None, topk_probs (n, t) | None, teacher)."""
+        rows = self.db.conn.execute(
+            "SELECT vector, next_token, topk_ids, topk_probs, teacher FROM knn_entries WHERE model_id=? ORDER BY id",
+            (model_id,)).fetchall()
+        if not rows:
+            return np.empty((0, 0), np.float32), np.empty(0, np.int64), None, None, None
+        keys = np.stack([np.frombuffer(r[0], dtype=np.float16) for r in rows]).astype(np.float32)
+        values = np.asarray([r[1] for r in rows], dtype=np.int64)
+        teachers = {r[4] for r in rows}
+        if all(r[2] is not None for r in rows) and len(teachers) == 1:
+            ids = np.stack([np.frombuffer(r[2], dtype=np.int32) for r in rows])
+            probs = np.stack([np.frombuffer(r[3], dtype=np.float16) for r in rows]).astype(np.float32)
+            return keys, values, ids, probs, teachers.pop()
+        return keys, values, None, None, None
+
+    def clear_knn(self, model_id: int) -> int:
+        with self._guard():
+            return self.db.conn.execute("DELETE FROM knn_entries WHERE model_id=?", (model_id,)).rowcount
 
     def context_owner(self) -> dict[int, int]:
         """context id -> chunk id."""

@@ -1,0 +1,165 @@
+"""Command line for learning from the user's writing: ``mine``, ``ppl``, ``tune``.
+
+    chunkwise mine --corpus ~/Mail/sent.mbox --gamma 0.9 [--knn]
+    chunkwise mine --prompts prompts.txt --samples 5          # the model's own answers (self-memory)
+    chunkwise mine --corpus notes/ --teacher bigger.gguf       # teacher-identified chunks (KCD-LM)
+    chunkwise ppl held-out.txt [--threshold T] [--knn]
+    chunkwise tune held-out.txt [--corpus PATH ... to tune gamma too] [--save]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import ChunkwiseError
+
+
+def add_parsers(sub, common) -> None:
+    m = sub.add_parser("mine", help="learn chunks from your writing (self or teacher distillation)")
+    common(m)
+    m.add_argument("--corpus", nargs="+", default=[], metavar="PATH",
+                   help="text, .md, .eml or mbox files, or folders of them")
+    m.add_argument("--prompts", metavar="FILE", help="also mine the model's own answers to these prompts (one per line)")
+    m.add_argument("--samples", type=int, default=2, metavar="N", help="answers per prompt (default 2)")
+    m.add_argument("--max-tokens", type=int, default=200, metavar="N", help="length of each answer")
+    m.add_argument("--gamma", type=float, default=0.9, help="token probability every chunk token must reach")
+    m.add_argument("--teacher", metavar="GGUF", help="a stronger model decides the chunks (KCD-LM)")
+    m.add_argument("--kind", help="kind to store the chunks as (default: self, or teacher with --teacher)")
+    m.add_argument("--knn", action="store_true", help="also build the kNN-LM datastore (one entry per token)")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--ctx", type=int, default=2048, metavar="N")
+    m.add_argument("--threads", type=int, metavar="N")
+    m.add_argument("--json", action="store_true")
+
+    for name, helptext in (("ppl", "perplexity of a text: base model, CD-LM with your store, kNN-LM"),
+                           ("tune", "choose the threshold (and gamma) that fit your own held-out text best")):
+        p = sub.add_parser(name, help=helptext)
+        common(p)
+        p.add_argument("file", help="held-out text of yours ('-' reads standard input)")
+        p.add_argument("--knn", action="store_true", help="also use the kNN-LM datastore")
+        p.add_argument("--lam", type=float, default=0.25, help="kNN-LM weight lambda")
+        p.add_argument("--mu", type=float, default=0.4, help="hard labels vs teacher probabilities (PP-KD mu)")
+        p.add_argument("--temperature-knn", type=float, default=0.1, dest="knn_temperature", metavar="T")
+        p.add_argument("--k", type=int, default=16, help="neighbours for kNN-LM")
+        p.add_argument("--ctx", type=int, default=2048, metavar="N")
+        p.add_argument("--threads", type=int, metavar="N")
+        p.add_argument("--json", action="store_true")
+        if name == "ppl":
+            p.add_argument("--threshold", type=float, metavar="T")
+        else:
+            p.add_argument("--corpus", nargs="+", default=[], metavar="PATH",
+                           help="tune gamma too, mining these into a scratch store (yours is not touched)")
+            p.add_argument("--teacher", metavar="GGUF")
+            p.add_argument("--save", action="store_true", help="write the chosen threshold to the settings file")
+
+
+def _read_text(path: str) -> str:
+    from .corpus import read_corpus
+
+    if path == "-":
+        return sys.stdin.read()
+    return "\n\n".join(d.text for d in read_corpus([path]))
+
+
+def _knn_settings(args):
+    from .knn import KnnSettings
+
+    return KnnSettings(lam=args.lam, mu=args.mu, temperature=args.knn_temperature, k=args.k).check()
+
+
+def cmd_mine(args, engine_factory, progress_factory) -> int:
+    from .corpus import read_corpus, read_prompts
+    from .distill import generate_corpus
+    from .learning import load_teacher, mine
+
+    if not args.corpus and not args.prompts:
+        raise ChunkwiseError("mine needs --corpus PATH... and/or --prompts FILE.")
+    if not 0.0 < args.gamma < 1.0:
+        raise ChunkwiseError(f"--gamma must be between 0 and 1, not {args.gamma}.")
+    docs = read_corpus(args.corpus) if args.corpus else []       # bad files stop us before any work
+    prompts = read_prompts(args.prompts) if args.prompts else []
+    teacher = load_teacher(args.teacher, n_threads=args.threads) if args.teacher else None
+    engine = engine_factory(args)
+    quiet = args.json and not sys.stderr.isatty()
+    try:
+        if prompts:
+            docs += generate_corpus(engine, prompts, args.samples, args.max_tokens, seed=args.seed,
+                                    progress=progress_factory("Writing answers to the prompts", quiet))
+        result = mine(engine, docs, args.gamma, teacher, args.kind, args.knn,
+                      progress=progress_factory("Mining", quiet))
+    finally:
+        if teacher is not None:
+            teacher.close()
+    r = result.report
+    summary = {"documents": r.documents, "tokens": r.tokens, "spans": r.spans, "chunks_found": len(r.chunks),
+               "new_chunks": result.new_chunks, "new_contexts": result.new_contexts, "kind": result.kind,
+               "gamma": args.gamma, "teacher": result.teacher, "knn_entries": result.knn_rows}
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"Mined {r.documents} document(s), {r.tokens} tokens: {len(r.chunks)} distinct chunk(s) "
+              f"from {r.spans} span(s); stored {result.new_chunks} new chunk(s) and {result.new_contexts} "
+              f"new context(s) as kind '{result.kind}'"
+              + (f", {result.knn_rows} kNN-LM entries" if args.knn else "") + ".")
+    return 0
+
+
+def cmd_ppl(args, engine_factory) -> int:
+    from .engine import check_threshold
+    from .learning import perplexity_of
+
+    text = _read_text(args.file)
+    if args.threshold is not None:
+        check_threshold(args.threshold)
+    settings = _knn_settings(args)
+    engine = engine_factory(args)
+    engine.knn_settings = settings
+    if args.threshold is not None:
+        engine.threshold = args.threshold
+    report = perplexity_of(engine, text, knn=args.knn)
+    if args.json:
+        print(json.dumps({**report.as_dict(), "threshold": engine.threshold}))
+        return 0
+    print(f"tokens            {report.tokens}")
+    print(f"base model        {report.base:.3f}")
+    print(f"CD-LM             {report.cdlm:.3f}   (threshold {engine.threshold:g}; a chunk on offer at "
+          f"{report.proposals} position(s), right at {report.matching})")
+    if report.knn is not None:
+        print(f"kNN-LM            {report.knn:.3f}   (lambda {settings.lam:g}, mu {settings.mu:g}, "
+              f"T {settings.temperature:g}, k {settings.k})")
+        print(f"CD-LM + kNN-LM    {report.cdlm_knn:.3f}")
+    return 0
+
+
+def cmd_tune(args, engine_factory, progress_factory) -> int:
+    from .corpus import read_corpus
+    from .learning import load_teacher, tune_gamma, tune_threshold
+
+    text = _read_text(args.file)
+    corpus = read_corpus(args.corpus) if args.corpus else None
+    teacher = load_teacher(args.teacher, n_threads=args.threads) if args.teacher else None
+    engine = engine_factory(args)
+    try:
+        if corpus:
+            result = tune_gamma(engine, corpus, text, teacher=teacher,
+                                progress=progress_factory("Scoring the corpus", args.json))
+        else:
+            result = tune_threshold(engine, text)
+    finally:
+        if teacher is not None:
+            teacher.close()
+    if args.save:
+        from .settings import save_threshold
+
+        save_threshold(result.threshold)
+    if args.json:
+        print(json.dumps(result.__dict__))
+        return 0
+    for row in result.grid:
+        g = f"gamma {row['gamma']:<5g} " if row["gamma"] is not None else ""
+        print(f"{g}threshold {row['threshold']:<5g} CD-LM perplexity {row['cdlm']:.3f}")
+    print(f"base model perplexity {result.base:.3f}")
+    chosen = f"threshold {result.threshold:g}" + (f", gamma {result.gamma:g}" if result.gamma is not None else "")
+    print(f"best: {chosen} (perplexity {result.best:.3f})" + ("; saved to settings." if args.save else ""))
+    return 0

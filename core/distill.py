@@ -1,0 +1,363 @@
+"""Chunk mining from the user's writing: self (SCD-LM) and teacher (KCD-LM) distillation.
+
+One forward pass of the working model over each document gives, at every
+position, the probability of the token that is really there and the hidden
+state after it (paper section 4.3, appendix D.1-D.2):
+
+* a *chunk* is a longest run of tokens each of probability >= gamma (the
+  teacher's probability with ``teacher=``; tokenizers are aligned through
+  byte offsets), at least two tokens long;
+* its *entry token* is the token before it, its *context vector* the
+  working model's state after that token, its context text the (up to)
+  64 tokens before it;
+* identical chunks are kept once with all their contexts (section 4.1).
+
+Documents longer than the window are scored in windows of 512 tokens with a
+stride of 448; positions in the first 64 tokens of a later window were
+already scored with more context and are skipped (appendix D.1).
+
+>>> confident_spans(np.log([np.nan, .2, .8, .9, .3, .95, .99, .97]), gamma=0.7, start=1)
+[(2, 4), (5, 8)]
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .corpus import Document
+from .encoding import LOCAL_WINDOW, join_context
+from .errors import ChunkwiseError
+from .llama_runtime import LlamaRuntime
+from .sampling import log_softmax
+
+WINDOW = 512              # tokens scored per pass (appendix D.1)
+STRIDE = 448              # windows overlap by WINDOW - STRIDE tokens
+CONTEXT_TOKENS = 64       # context kept as a chunk's trigger text
+MIN_CONTEXT = 4           # tokens of the mined text needed before a chunk starts
+MIN_CHUNK_TOKENS = 2      # a one-token chunk saves no forward pass
+MAX_CONTEXTS_PER_CHUNK = 32
+DEFAULT_GAMMA = 0.9
+TOPK = 8                  # teacher probabilities kept per position (kNN-LM)
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class Scored:
+    """One document after a forward pass.
+
+    ``tokens`` (n,) with BOS first; ``logprob`` (n,) log p(tokens[i] | tokens[:i])
+    (nan where not scored); ``hidden`` (n, d) the state after token i;
+    ``offsets`` (n + 1,) byte offset of each token in ``prefix + text``;
+    ``first`` the index of the first token of the mined text; ``topk_ids`` /
+    ``topk_probs`` (n, k): the distribution predicting token i, kept when asked.
+    """
+
+    tokens: list[int]
+    logprob: np.ndarray
+    hidden: np.ndarray | None
+    offsets: np.ndarray
+    first: int
+    topk_ids: np.ndarray | None = None
+    topk_probs: np.ndarray | None = None
+
+
+@dataclass
+class MinedContext:
+    text: str
+    entry_token: int
+    vector: np.ndarray        # (d,) state after the entry token
+    vector_local: np.ndarray  # (d,) mean of the last LOCAL_WINDOW states
+
+
+@dataclass
+class MinedChunk:
+    text: str
+    tokens: tuple[int, ...]
+    contexts: list[MinedContext] = field(default_factory=list)
+    occurrences: int = 0
+
+
+@dataclass
+class MiningReport:
+    documents: int = 0
+    tokens: int = 0
+    spans: int = 0
+    chunks: list[MinedChunk] = field(default_factory=list)
+    knn_rows: list[tuple] = field(default_factory=list)
+    teacher_probs: bool = False
+
+    @property
+    def contexts(self) -> int:
+        return sum(len(c.contexts) for c in self.chunks)
+
+
+# ---------------------------------------------------------------- pure steps
+
+
+def confident_spans(logprob: np.ndarray, gamma: float, start: int,
+                    min_len: int = MIN_CHUNK_TOKENS) -> list[tuple[int, int]]:
+    """Maximal runs [i, e) of positions >= start whose every token has p >= gamma."""
+    ok = np.zeros(len(logprob) + 1, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        ok[:-1] = logprob >= math.log(gamma)
+    ok[:start] = False
+    spans, i, n = [], start, len(logprob)
+    while i < n:
+        if not ok[i]:
+            i += 1
+            continue
+        e = i
+        while ok[e]:
+            e += 1
+        if e - i >= min_len:
+            spans.append((i, e))
+        i = e
+    return spans
+
+
+def token_offsets(rt: LlamaRuntime, tokens: Sequence[int], bos: bool) -> np.ndarray:
+    """(n + 1,) byte offsets: token i covers bytes [off[i], off[i + 1]) of the text."""
+    widths = [0 if (bos and i == 0) else len(rt.piece(t)) for i, t in enumerate(tokens)]
+    return np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
+
+
+def align_logprob(student_offsets: np.ndarray, teacher_offsets: np.ndarray,
+                  teacher_logprob: np.ndarray) -> np.ndarray:
+    """Per student token, the lowest teacher log-probability among teacher tokens overlapping it.
+
+    A student token counts as confident for the teacher only when every
+    teacher token that covers any of its bytes is.  Zero-width tokens (BOS)
+    get nan.
+
+    >>> align_logprob(np.array([0, 0, 3, 5]), np.array([0, 0, 2, 5]), np.log([np.nan, .9, .5])).round(3).tolist()
+    [nan, -0.693, -0.693]
+    """
+    n = len(student_offsets) - 1
+    out = np.full(n, np.nan)
+    t_start, t_end = teacher_offsets[:-1], teacher_offsets[1:]
+    k = 0
+    for j in range(n):
+        a, b = student_offsets[j], student_offsets[j + 1]
+        if b <= a:
+            continue
+        while k < len(t_end) and t_end[k] <= a:
+            k += 1
+        m, worst = k, np.inf
+        while m < len(t_start) and t_start[m] < b:
+            if t_end[m] > t_start[m]:
+                worst = min(worst, teacher_logprob[m])     # nan propagates as "not scored"
+                if np.isnan(teacher_logprob[m]):
+                    worst = np.nan
+                    break
+            m += 1
+        out[j] = worst if worst != np.inf else np.nan
+    return out
+
+
+# ---------------------------------------------------------------- scoring
+
+
+def document_tokens(rt: LlamaRuntime, doc: Document) -> tuple[list[int], int]:
+    """Tokens of prefix + text with BOS (where the model uses one), and where the text starts."""
+    if doc.prefix:
+        head = rt.tokenize(doc.prefix, add_special=True, parse_special=True)
+        body = rt.tokenize(doc.text, add_special=False)
+        return head + body, len(head)
+    tokens = rt.tokenize(doc.text, add_special=True)
+    return tokens, 1 if tokens and tokens[0] == rt.bos else 0
+
+
+def score(rt: LlamaRuntime, tokens: Sequence[int], first: int, hidden: bool = True,
+          topk: int = 0, on_rows: Callable | None = None) -> Scored:
+    """One pass (in windows) of *rt* over *tokens*: probabilities, states, top-k.
+
+    *on_rows(next_positions (m,), log_probs (m, V), hidden (m, d))* sees each
+    window's full distributions (the kNN-LM perplexity needs them).
+    """
+    n, bos = len(tokens), rt.bos
+    logprob = np.full(n, np.nan)
+    states = np.zeros((n, rt.n_embd), np.float32) if hidden else None
+    ids = np.zeros((n, topk), np.int32) if topk else None
+    probs = np.zeros((n, topk), np.float16) if topk else None
+    start = 0
+    while start < n:
+        head = [] if start == 0 else [bos]
+        body = list(tokens[start:start + WINDOW])
+        rt.reset()
+        out = rt.eval(head + body, outputs="all", hidden=hidden)      # logits (h+b, V), hidden (h+b, d)
+        keep_from = 0 if start == 0 else min(WINDOW - STRIDE, len(body))
+        rows = np.arange(keep_from, len(body)) + len(head)            # rows after tokens start+j
+        positions = start + np.arange(keep_from, len(body))
+        if hidden:
+            states[positions] = out.hidden[rows]
+        nxt = positions + 1
+        inside = nxt < n
+        lp = log_softmax(out.logits[rows[inside]])                    # (m, V)
+        logprob[nxt[inside]] = lp[np.arange(len(lp)), np.asarray(tokens)[nxt[inside]]]
+        if on_rows is not None:
+            on_rows(nxt[inside], lp, out.hidden[rows[inside]] if hidden else None)
+        if topk:
+            top = np.argpartition(-lp, topk, axis=1)[:, :topk]
+            ids[nxt[inside]] = top
+            probs[nxt[inside]] = np.exp(np.take_along_axis(lp, top, axis=1))
+        if start + len(body) >= n:
+            break
+        start += STRIDE
+    rt.reset()
+    return Scored(list(tokens), logprob, states, token_offsets(rt, tokens, bos=tokens[:1] == [bos]), first,
+                  ids, probs)
+
+
+# ---------------------------------------------------------------- mining
+
+
+class Miner:
+    """Finds chunks in documents with the working model (and optionally a teacher).
+
+    >>> miner = Miner(runtime, gamma=0.9)            # doctest: +SKIP
+    >>> report = miner.mine(read_corpus(["sent/"]))  # doctest: +SKIP
+    """
+
+    def __init__(self, rt: LlamaRuntime, gamma: float = DEFAULT_GAMMA, teacher: LlamaRuntime | None = None):
+        if not 0.0 < gamma < 1.0:
+            raise ChunkwiseError(f"gamma must be between 0 and 1 (exclusive), not {gamma}.")
+        self.rt, self.gamma, self.teacher = rt, gamma, teacher
+
+    def confidence(self, doc: Document, scored: Scored, topk: int = 0) -> tuple[np.ndarray, Scored | None]:
+        """Log-probability per working-model token that decides chunk membership, and the teacher's pass."""
+        if self.teacher is None:
+            return scored.logprob, None
+        t_tokens, t_first = document_tokens(self.teacher, doc)
+        same = t_tokens == scored.tokens and self.teacher.n_vocab == self.rt.n_vocab
+        teacher = score(self.teacher, t_tokens, t_first, hidden=False, topk=topk if same else 0)
+        if same:
+            return teacher.logprob, teacher
+        total = len((doc.prefix + doc.text).encode("utf-8"))
+        if scored.offsets[-1] != total or teacher.offsets[-1] != total:
+            raise ChunkwiseError(f"{doc.name}: a tokenizer does not reproduce the text byte for byte, "
+                                 "so teacher and working model cannot be aligned.")
+        return align_logprob(scored.offsets, teacher.offsets, teacher.logprob), teacher
+
+    def mine(self, docs: Sequence[Document], progress: Progress | None = None,
+             cancelled: Callable[[], bool] | None = None, knn: bool = False) -> MiningReport:
+        """Score every document, cut chunks, merge identical ones. Writes nothing.
+
+        With *knn*, also collects the per-token kNN-LM rows (``report.knn_rows``).
+        """
+        passes = self.score_all(docs, progress, cancelled, topk=TOPK if knn else 0)
+        report = self.extract(passes, self.gamma)
+        if knn:
+            for doc, scored, _conf, teacher in passes:
+                report.knn_rows.extend(knn_rows(doc, scored, teacher))
+            report.teacher_probs = any(r[3] is not None for r in report.knn_rows)
+        return report
+
+    def score_all(self, docs: Sequence[Document], progress: Progress | None = None,
+                  cancelled: Callable[[], bool] | None = None, topk: int = 0) -> list[tuple]:
+        """(document, our pass, confidence per token, teacher pass or None) for each usable document."""
+        out = []
+        for i, doc in enumerate(docs):
+            if cancelled and cancelled():
+                raise ChunkwiseError("Mining was cancelled; nothing was stored.")
+            tokens, first = document_tokens(self.rt, doc)
+            if len(tokens) - first >= MIN_CONTEXT + MIN_CHUNK_TOKENS:
+                scored = score(self.rt, tokens, first)
+                confidence, teacher = self.confidence(doc, scored, topk=topk)
+                out.append((doc, scored, confidence, teacher))
+            if progress:
+                progress(i + 1, len(docs))
+        return out
+
+    def extract(self, passes: Sequence[tuple], gamma: float) -> MiningReport:
+        """Chunks at *gamma* from scored documents (cheap: tuning tries several gammas on one pass)."""
+        report = MiningReport()
+        found: dict[str, MinedChunk] = {}
+        for _doc, scored, confidence, _teacher in passes:
+            report.documents += 1
+            report.tokens += len(scored.tokens) - scored.first
+            for span in confident_spans(confidence, gamma, start=scored.first + MIN_CONTEXT):
+                chunk = self.cut(scored, *span)
+                if chunk is None:
+                    continue
+                report.spans += 1
+                merged = found.setdefault(chunk.text, MinedChunk(chunk.text, chunk.tokens))
+                merged.occurrences += 1
+                texts = {c.text for c in merged.contexts}
+                if len(merged.contexts) < MAX_CONTEXTS_PER_CHUNK and chunk.contexts[0].text not in texts:
+                    merged.contexts.append(chunk.contexts[0])
+        report.chunks = sorted(found.values(), key=lambda c: -c.occurrences)
+        return report
+
+    def cut(self, scored: Scored, start: int, end: int) -> MinedChunk | None:
+        """The chunk tokens[start:end] with its context, moved to start on a word boundary."""
+        tokens, rt = scored.tokens, self.rt
+        while end - start >= MIN_CHUNK_TOKENS:
+            lo = max(scored.first, start - CONTEXT_TOKENS)
+            try:
+                context = bytes(b"".join(rt.piece(t) for t in tokens[lo:start])).decode("utf-8")
+                text = bytes(b"".join(rt.piece(t) for t in tokens[start:end])).decode("utf-8")
+            except UnicodeDecodeError:        # a span boundary inside a multi-byte character
+                start += 1
+                continue
+            # The store re-joins context and chunk when a model needs them
+            # encoded again: keep only cuts where that gives back the text.
+            if context.strip() and text.strip() and context == context.rstrip(" \t") \
+                    and join_context(context, text) == context + text:
+                local = scored.hidden[max(scored.first, start - LOCAL_WINDOW):start]
+                ctx = MinedContext(context, int(tokens[start - 1]), scored.hidden[start - 1].copy(),
+                                   local.mean(axis=0))
+                return MinedChunk(text, tuple(int(t) for t in tokens[start:end]), [ctx], 1)
+            start += 1
+        return None
+
+
+def knn_rows(doc: Document, scored: Scored, teacher: Scored | None) -> list[tuple]:
+    """kNN-LM datastore rows of one document: (doc hash, key, next token, teacher top-k ids, probs).
+
+    Key: the state after token p; value: token p + 1 (every scored position
+    of the mined text).  Teacher probabilities only when the teacher shares
+    the working model's tokens (then its rows line up with ours).
+    """
+    digest = hashlib.sha1((doc.prefix + "\x00" + doc.text).encode("utf-8")).hexdigest()
+    rows = []
+    for p in range(scored.first, len(scored.tokens) - 1):
+        if np.isnan(scored.logprob[p + 1]):
+            continue
+        ids = probs = None
+        if teacher is not None and teacher.topk_ids is not None:
+            ids, probs = teacher.topk_ids[p + 1], teacher.topk_probs[p + 1]
+        rows.append((digest, scored.hidden[p], scored.tokens[p + 1], ids, probs))
+    return rows
+
+
+def generate_corpus(engine, prompts: Sequence[str], samples: int = 2, max_tokens: int = 200,
+                    temperature: float = 0.8, seed: int = 0, progress: Progress | None = None,
+                    cancelled: Callable[[], bool] | None = None) -> list[Document]:
+    """The model's own answers to *prompts* (*samples* each), the paper's self-memory corpus.
+
+    Each answer keeps its chat prompt as ``prefix`` so mining sees the
+    states the model had while writing it.
+    """
+    from .engine import GenerationRequest
+
+    if samples < 1:
+        raise ChunkwiseError("--samples must be at least 1.")
+    docs, total = [], len(prompts) * samples
+    for i, prompt in enumerate(prompts):
+        prefix = engine.runtime.chat_prompt([{"role": "user", "content": prompt}])
+        for s in range(samples):
+            if cancelled and cancelled():
+                raise ChunkwiseError("Mining was cancelled; nothing was stored.")
+            request = GenerationRequest(prompt, mode="chat", max_tokens=max_tokens, temperature=temperature,
+                                        seed=seed + 1000 * i + s, use_chunks=False)
+            text = engine.generate(request, record_use=False).text
+            if text.strip():
+                docs.append(Document(f"prompt {i + 1} sample {s + 1}", text, prefix))
+            if progress:
+                progress(i * samples + s + 1, total)
+    return docs

@@ -1,0 +1,146 @@
+"""kNN-LM over the user's writing, with stored teacher probabilities (PP-KD).
+
+Datastore: one entry per token position of the mined corpus.  Key: the
+working model's whitened state after the context (what predicts the next
+token); value: the next token, and, when a teacher with the same vocabulary
+scored the corpus, the teacher's top-k probabilities there (a compact
+stand-in for its logits).
+
+At a step, with the k nearest entries N and squared distances d (paper
+Eq. 1-4)::
+
+    P_hard(w)  ~ sum over N with value w of exp(-d / T)
+    P_logit(w) ~ sum over N of u(w) exp(-d / T)         u: stored teacher probabilities
+    P_kNN      = mu P_hard + (1 - mu) P_logit
+    P          = lambda P_kNN + (1 - lambda) P_LM
+
+Without teacher probabilities P_logit is P_hard (mu = 1, plain kNN-LM).
+
+>>> s = KnnSettings(lam=0.5, mu=1.0, temperature=1.0, k=2)
+>>> p_lm = np.array([0.5, 0.5, 0.0])
+>>> mix(p_lm, np.array([0.0, 0.0]), np.array([2, 2]), None, None, s).tolist()
+[0.25, 0.25, 0.5]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import hnswlib
+import numpy as np
+
+from .encoding import ModelStats
+from .errors import ChunkwiseError
+
+EF_SEARCH = 64
+
+
+@dataclass
+class KnnSettings:
+    """lambda: weight of the kNN distribution; mu: hard labels vs teacher probabilities; T; k."""
+
+    lam: float = 0.25
+    mu: float = 0.4
+    temperature: float = 0.1
+    k: int = 16
+
+    def check(self) -> "KnnSettings":
+        if not 0.0 <= self.lam <= 1.0:
+            raise ChunkwiseError(f"kNN lambda must be between 0 and 1, not {self.lam}.")
+        if not 0.0 <= self.mu <= 1.0:
+            raise ChunkwiseError(f"kNN mu must be between 0 and 1, not {self.mu}.")
+        if not self.temperature > 0:
+            raise ChunkwiseError(f"kNN temperature must be above 0, not {self.temperature}.")
+        if not 1 <= self.k <= 1024:
+            raise ChunkwiseError(f"kNN k must be between 1 and 1024, not {self.k}.")
+        return self
+
+
+def mix(p_lm: np.ndarray, dist: np.ndarray, values: np.ndarray, topk_ids: np.ndarray | None,
+        topk_probs: np.ndarray | None, s: KnnSettings) -> np.ndarray:
+    """P = lambda P_kNN + (1 - lambda) P_LM for one step.
+
+    *p_lm* (V,); *dist* (k,) squared distances; *values* (k,) next tokens;
+    *topk_ids* / *topk_probs* (k, t) teacher distributions, or None.
+    """
+    if len(values) == 0 or s.lam == 0.0:
+        return p_lm
+    w = np.exp(-(dist - dist.min()) / s.temperature)                     # (k,)
+    w /= w.sum()
+    p_knn = np.zeros_like(p_lm)
+    np.add.at(p_knn, values, w)                                           # P_hard
+    if topk_ids is not None and s.mu < 1.0:
+        u = topk_probs.astype(np.float64)
+        u /= np.maximum(u.sum(axis=1, keepdims=True), 1e-12)              # (k, t)
+        p_logit = np.zeros_like(p_lm)
+        np.add.at(p_logit, topk_ids.ravel(), (u * w[:, None]).ravel())
+        p_knn = s.mu * p_knn + (1.0 - s.mu) * p_logit
+    return s.lam * p_knn + (1.0 - s.lam) * p_lm
+
+
+class KnnLM:
+    """The datastore in memory: an HNSW index over whitened keys, plus values."""
+
+    def __init__(self, stats: ModelStats, keys: np.ndarray, values: np.ndarray,
+                 topk_ids: np.ndarray | None = None, topk_probs: np.ndarray | None = None,
+                 settings: KnnSettings | None = None):
+        if len(keys) == 0:
+            raise ChunkwiseError("The kNN datastore is empty: mine a corpus with --knn first.")
+        self.stats, self.settings = stats, (settings or KnnSettings()).check()
+        self.values = np.asarray(values, dtype=np.int64)
+        self.topk_ids, self.topk_probs = topk_ids, topk_probs
+        vectors = stats.transform(keys)                                   # (n, d) unit rows
+        self.index = hnswlib.Index(space="l2", dim=vectors.shape[1])
+        self.index.init_index(max_elements=len(vectors), ef_construction=100, M=16, random_seed=0)
+        self.index.add_items(vectors, np.arange(len(vectors)), num_threads=1)
+        self.index.set_ef(max(EF_SEARCH, self.settings.k))
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @property
+    def has_teacher(self) -> bool:
+        return self.topk_ids is not None
+
+    def neighbours(self, hidden: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(labels (k,), squared distances (k,)) of the nearest stored contexts."""
+        k = min(self.settings.k, len(self.values))
+        labels, dist = self.index.knn_query(self.stats.transform(hidden), k=k, num_threads=1)
+        return labels[0].astype(np.int64), dist[0].astype(np.float64)
+
+    def distribution(self, p_lm: np.ndarray, hidden: np.ndarray) -> np.ndarray:
+        """The mixed next-token distribution (V,) given the model's (V,) and its state (d,)."""
+        labels, dist = self.neighbours(hidden)
+        ids = self.topk_ids[labels] if self.has_teacher else None
+        probs = self.topk_probs[labels] if self.has_teacher else None
+        return mix(p_lm, dist, self.values[labels], ids, probs, self.settings)
+
+    def mix_logits(self, logits: np.ndarray, hidden: np.ndarray) -> np.ndarray:
+        """Log of the mixed distribution, usable wherever logits are (the sampler's input)."""
+        x = logits.astype(np.float64)
+        p = np.exp(x - x.max())
+        p /= p.sum()
+        with np.errstate(divide="ignore"):
+            return np.log(self.distribution(p, hidden))
+
+
+def knn_entries(scored_docs: Sequence, with_teacher: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None,
+                                                                     np.ndarray | None]:
+    """Datastore rows from scored documents: keys (n, d), values (n,), teacher top-k or None.
+
+    A row per position p of the mined text whose next token is scored: key
+    the state after token p, value token p + 1.
+    """
+    keys, values, ids, probs = [], [], [], []
+    for sc in scored_docs:
+        nxt = np.arange(sc.first + 1, len(sc.tokens))
+        nxt = nxt[~np.isnan(sc.logprob[nxt])]
+        keys.append(sc.hidden[nxt - 1])
+        values.append(np.asarray(sc.tokens)[nxt])
+        if with_teacher:
+            ids.append(sc.topk_ids[nxt])
+            probs.append(sc.topk_probs[nxt])
+    if not keys:
+        return np.empty((0, 0), np.float32), np.empty(0, np.int64), None, None
+    return (np.vstack(keys), np.concatenate(values), np.vstack(ids) if with_teacher else None,
+            np.vstack(probs) if with_teacher else None)

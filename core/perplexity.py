@@ -1,0 +1,127 @@
+"""Sequence probability under CD-LM (paper section 5, appendix A) and perplexity.
+
+CD-LM writes each position either with the model (z = 0) or by accepting
+the proposed chunk (z = 1, probability q).  Marginalising over all z paths
+is a backward dynamic program over positions n = N .. 2::
+
+    M(n)    = q_n alpha_n + (1 - q_n) beta_n          M(N + 1) = 1
+    beta_n  = p(x_n | x_<n) M(n + 1)
+    alpha_n = 1{x_n .. x_{n+tau-1} = c_n} M(n + tau)   (cut at N when the chunk runs past it)
+    p(x_1..N) = p(x_1) M(2)
+
+computed in log space so long texts do not underflow.
+
+>>> p = np.log([1.0, .3, .3, .3, .3, .3])         # BOS, then A B C D E at 0.3 each
+>>> tokens = [0, 1, 2, 3, 4, 5]
+>>> proposals = {2: ((2, 3), .5), 3: ((3, 4), .5)}   # after A: "B C"; after B: "C D"
+>>> round(math.exp(cdlm_log_prob(p, tokens, proposals, first=1)), 7)
+0.0208575
+
+(The paper's appendix B lists 0.0276075 for this example; its third path
+leaves out the (1 - q) = 0.5 for B written by the model while "B C" was on
+offer.  tests/test_perplexity.py checks the program against brute-force
+path enumeration and shows that every distribution sums to one.)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+NEG_INF = -math.inf
+
+
+def _log(x: float) -> float:
+    return math.log(x) if x > 0 else NEG_INF
+
+
+def cdlm_log_prob(logp: Sequence[float], tokens: Sequence[int],
+                  proposals: Mapping[int, tuple[Sequence[int], float]], first: int) -> float:
+    """log p(tokens[first:]) under CD-LM, given the prefix tokens[:first].
+
+    *logp* (N + 1,): log p_theta(tokens[n] | tokens[:n]); *proposals*: position
+    n -> (chunk tokens c_n, acceptance probability q_n), proposed from
+    tokens[:n]; positions without one have q = 0.  The first scored token
+    is always the model's (z_1 is undefined: appendix A, footnote 7).
+    """
+    last = len(tokens) - 1
+    if first > last:
+        return 0.0
+    m = [0.0] * (last + 2)                   # m[n] = log M(n); m[last + 1] = log 1
+    for n in range(last, first, -1):
+        log_beta = logp[n] + m[n + 1]
+        chunk, q = proposals.get(n, ((), 0.0))
+        if q <= 0.0 or not chunk:
+            m[n] = log_beta
+            continue
+        span = min(len(chunk), last - n + 1)
+        matches = list(tokens[n:n + span]) == list(chunk[:span])
+        log_alpha = m[n + span] if matches else NEG_INF
+        m[n] = np.logaddexp(_log(q) + log_alpha, _log(1.0 - q) + log_beta)
+    return float(logp[first] + m[first + 1])
+
+
+def base_log_prob(logp: Sequence[float], first: int) -> float:
+    return float(np.sum(np.asarray(logp[first:], dtype=np.float64)))
+
+
+def perplexity(log_prob: float, n_tokens: int) -> float:
+    return math.exp(-log_prob / max(1, n_tokens))
+
+
+@dataclass
+class PerplexityReport:
+    """Perplexities of one text; ``None`` where that mode was not asked."""
+
+    tokens: int
+    base: float
+    cdlm: float
+    knn: float | None = None
+    cdlm_knn: float | None = None
+    proposals: int = 0          # positions where a chunk was on offer
+    matching: int = 0           # ... and the chunk is what the text says
+    thresholds: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v is not None and k != "thresholds"}
+
+
+# ---------------------------------------------------------------- with a real model and store
+
+
+def text_proposals(matcher, rt, scored, prefix_text: str = "", continuation=None) -> dict[int, tuple[tuple[int, ...], float]]:
+    """The chunk CD-LM would offer at each position of a scored text, from the prefix alone.
+
+    *scored*: :class:`core.distill.Scored` with hidden states.  Proposals
+    depend only on the text before each position (the paper's condition for
+    the dynamic program), so already-used chunks are not excluded here --
+    the matcher's own rule of not repeating text already written applies.
+    *continuation*: optional ``(text_so_far, proposal) -> tokens``, how the
+    decoder would tokenize the chunk after that text.
+    """
+    from .encoding import LOCAL_WINDOW
+
+    out: dict[int, tuple[tuple[int, ...], float]] = {}
+    if matcher is None or len(matcher) == 0:
+        return out
+    pieces = [b""] * len(scored.tokens)
+    for i in range(scored.first, len(scored.tokens)):
+        pieces[i] = rt.piece(scored.tokens[i])
+    written = b""
+    for n in range(scored.first + 1, len(scored.tokens)):
+        written += pieces[n - 1]
+        states = scored.hidden[max(scored.first, n - LOCAL_WINDOW):n]                  # (w, d)
+        text = prefix_text + written.decode("utf-8", errors="ignore")
+        proposal = matcher.propose(scored.hidden[n - 1], states.mean(axis=0), text, greedy=False)
+        if proposal is None or proposal.q <= 0:
+            continue
+        chunk = tuple(proposal.tokens)
+        want = tuple(scored.tokens[n:n + len(chunk)])
+        if continuation is not None and chunk[:len(want)] != want:
+            alt = tuple(continuation(text, proposal))
+            if alt[:len(want)] == want:
+                chunk = alt
+        out[n] = (chunk, proposal.q)
+    return out

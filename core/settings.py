@@ -1,0 +1,111 @@
+"""The editor's settings: one typed object with a schema version, saved as JSON.
+
+>>> s = Settings()
+>>> s.threshold, s.debounce_ms
+(0.15, 250)
+
+Saved atomically (temp file + rename) in the user's config directory, or where
+``CHUNKWISE_CONFIG`` points (tests point it at a temporary file).  Unknown or
+invalid values are replaced by defaults with a note, never a crash.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class Settings:
+    schema_version: int = SCHEMA_VERSION
+    model_path: str = ""            # empty: the bundled SmolLM2-135M-Instruct
+    db_path: str = ""               # empty: CHUNKWISE_DB or the user data directory
+    n_ctx: int = 2048
+    threads: int = 0                # 0: all cores (at most 8)
+    max_tokens: int = 24            # length of one suggestion
+    temperature: float = 0.0
+    debounce_ms: int = 250
+    threshold: float = 0.15
+    chunks_enabled: bool = True
+    show_chunk_marks: bool = True
+    anchor_reduction: bool = False  # drop earlier sentences from the KV cache (long documents; costs quality)
+    recent_files: list[str] = field(default_factory=list)
+
+    LIMITS = {
+        "n_ctx": (256, 32768), "threads": (0, 64), "max_tokens": (1, 256), "temperature": (0.0, 2.0),
+        "debounce_ms": (0, 5000), "threshold": (0.0, 1.0),
+    }
+
+    def validated(self) -> tuple["Settings", list[str]]:
+        """A copy with out-of-range values reset to defaults, and what was reset."""
+        notes, clean, default = [], Settings(**asdict(self)), Settings()
+        for name, (lo, hi) in self.LIMITS.items():
+            value = getattr(clean, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not lo <= value <= hi:
+                notes.append(f"{name} = {value!r} is out of range; using {getattr(default, name)!r}.")
+                setattr(clean, name, getattr(default, name))
+        for name in ("chunks_enabled", "show_chunk_marks", "anchor_reduction"):
+            if not isinstance(getattr(clean, name), bool):
+                notes.append(f"{name} must be true or false; using {getattr(default, name)!r}.")
+                setattr(clean, name, getattr(default, name))
+        for name in ("model_path", "db_path"):
+            if not isinstance(getattr(clean, name), str):
+                setattr(clean, name, "")
+        return clean, notes
+
+
+def settings_path() -> Path:
+    env = os.environ.get("CHUNKWISE_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("Chunkwise", appauthor=False)) / "settings.json"
+
+
+def _migrate(data: dict) -> dict:
+    """Bring older settings files up to SCHEMA_VERSION (none older exist yet)."""
+    version = data.get("schema_version", 1)
+    if version > SCHEMA_VERSION:
+        raise ValueError(f"settings written by a newer Chunkwise (schema {version})")
+    data["schema_version"] = SCHEMA_VERSION
+    return data
+
+
+def load_settings(path: Path | None = None) -> tuple[Settings, list[str]]:
+    """Settings from disk (defaults if absent), plus notes about anything ignored."""
+    path = path or settings_path()
+    if not path.exists():
+        return Settings(), []
+    try:
+        data = _migrate(json.loads(path.read_text(encoding="utf-8")))
+        known = {f.name for f in fields(Settings)}
+        unknown = sorted(set(data) - known)
+        settings = Settings(**{k: v for k, v in data.items() if k in known})
+    except (OSError, ValueError, TypeError) as exc:
+        return Settings(), [f"Settings file {path} could not be read ({exc}); using defaults."]
+    settings, notes = settings.validated()
+    if unknown:
+        notes.append(f"Ignored unknown settings: {', '.join(unknown)}.")
+    return settings, notes
+
+
+def save_settings(settings: Settings, path: Path | None = None) -> None:
+    path = path or settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(asdict(settings), fh, indent=2)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def save_threshold(threshold: float, path: Path | None = None) -> None:
+    """Store a tuned threshold, keeping every other setting as it is."""
+    settings, _notes = load_settings(path)
+    settings.threshold = float(threshold)
+    save_settings(settings, path)
