@@ -3,6 +3,7 @@
     chunkwise mine --corpus ~/Mail/sent.mbox --gamma 0.9 [--knn]
     chunkwise mine --prompts prompts.txt --samples 5          # the model's own answers (self-memory)
     chunkwise mine --corpus notes/ --teacher bigger.gguf       # teacher-identified chunks (KCD-LM)
+    chunkwise mine --corpus sent/ --corpus-teacher             # your other emails are the teacher
     chunkwise ppl held-out.txt [--threshold T] [--knn]
     chunkwise tune held-out.txt [--corpus PATH ... to tune gamma too] [--save]
 """
@@ -25,7 +26,10 @@ def add_parsers(sub, common) -> None:
     m.add_argument("--max-tokens", type=int, default=200, metavar="N", help="length of each answer")
     m.add_argument("--gamma", type=float, default=0.9, help="token probability every chunk token must reach")
     m.add_argument("--teacher", metavar="GGUF", help="a stronger model decides the chunks (KCD-LM)")
-    m.add_argument("--kind", help="kind to store the chunks as (default: self, or teacher with --teacher)")
+    m.add_argument("--corpus-teacher", action="store_true",
+                   help="your other documents are the teacher (kNN-LM, leave one out): phrases you repeat "
+                        "-- sign-off, project names -- become chunks")
+    m.add_argument("--kind", help="kind to store the chunks as (default: self, or teacher with a teacher)")
     m.add_argument("--knn", action="store_true", help="also build the kNN-LM datastore (one entry per token)")
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--ctx", type=int, default=2048, metavar="N")
@@ -38,7 +42,7 @@ def add_parsers(sub, common) -> None:
         common(p)
         p.add_argument("file", help="held-out text of yours ('-' reads standard input)")
         p.add_argument("--knn", action="store_true", help="also use the kNN-LM datastore")
-        p.add_argument("--lam", type=float, default=0.25, help="kNN-LM weight lambda")
+        p.add_argument("--lam", type=float, default=0.5, help="kNN-LM weight lambda")
         p.add_argument("--mu", type=float, default=0.4, help="hard labels vs teacher probabilities (PP-KD mu)")
         p.add_argument("--temperature-knn", type=float, default=0.1, dest="knn_temperature", metavar="T")
         p.add_argument("--k", type=int, default=16, help="neighbours for kNN-LM")
@@ -51,6 +55,7 @@ def add_parsers(sub, common) -> None:
             p.add_argument("--corpus", nargs="+", default=[], metavar="PATH",
                            help="tune gamma too, mining these into a scratch store (yours is not touched)")
             p.add_argument("--teacher", metavar="GGUF")
+            p.add_argument("--corpus-teacher", action="store_true")
             p.add_argument("--save", action="store_true", help="write the chosen threshold to the settings file")
 
 
@@ -87,7 +92,7 @@ def cmd_mine(args, engine_factory, progress_factory) -> int:
             docs += generate_corpus(engine, prompts, args.samples, args.max_tokens, seed=args.seed,
                                     progress=progress_factory("Writing answers to the prompts", quiet))
         result = mine(engine, docs, args.gamma, teacher, args.kind, args.knn,
-                      progress=progress_factory("Mining", quiet))
+                      progress=progress_factory("Mining", quiet), corpus_teacher=args.corpus_teacher)
     finally:
         if teacher is not None:
             teacher.close()
@@ -142,7 +147,8 @@ def cmd_tune(args, engine_factory, progress_factory) -> int:
     engine = engine_factory(args)
     try:
         if corpus:
-            result = tune_gamma(engine, corpus, text, teacher=teacher,
+            engine.knn_settings = _knn_settings(args)
+            result = tune_gamma(engine, corpus, text, teacher=teacher, corpus_teacher=args.corpus_teacher,
                                 progress=progress_factory("Scoring the corpus", args.json))
         else:
             result = tune_threshold(engine, text)

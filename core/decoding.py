@@ -194,7 +194,8 @@ class Decoder:
         # With drafting, weaker matches are worth scoring too: they become drafts.
         greedy = not self.s.sample_acceptance and self.drafter is None
         return self.matcher.propose(state.hidden, state.local, self._text, exclude=self._used_chunks,
-                                    greedy=greedy)
+                                    greedy=greedy, last_token=self.rt.tokens[-1] if self.rt.tokens else None,
+                                    model_choice=int(np.argmax(state.logits)))
 
     def accept(self, proposal: Proposal) -> bool:
         if self.s.sample_acceptance:
@@ -276,7 +277,10 @@ class Decoder:
 
     def decode_step(self, tokens: list[int]) -> _State:
         """One llama_decode of the new tokens; outputs for the last few of them."""
-        want = range(max(0, len(tokens) - LOCAL_WINDOW), len(tokens)) if self._hidden else [len(tokens) - 1]
+        # One output row even after a chunk: each row costs an LM-head product
+        # (a fifth of this model's work), so the local vector makes do with
+        # the chunk's last state and the states before it.
+        want = [len(tokens) - 1]
         out = self.rt.eval(tokens, outputs=want, hidden=self._hidden, copy=False)  # logits (w, V), hidden (w, d)
         self.stats.forward_passes += 1
         self._recent_hidden = (self._recent_hidden + list(out.hidden))[-LOCAL_WINDOW:]

@@ -223,10 +223,15 @@ class Miner:
     >>> report = miner.mine(read_corpus(["sent/"]))  # doctest: +SKIP
     """
 
-    def __init__(self, rt: LlamaRuntime, gamma: float = DEFAULT_GAMMA, teacher: LlamaRuntime | None = None):
+    def __init__(self, rt: LlamaRuntime, gamma: float = DEFAULT_GAMMA, teacher: LlamaRuntime | None = None,
+                 corpus_teacher=None):
+        """*corpus_teacher*: ``(ModelStats, KnnSettings)`` -- the kNN-LM of the corpus itself
+        decides the chunks (see :func:`corpus_teacher_confidence`)."""
         if not 0.0 < gamma < 1.0:
             raise ChunkwiseError(f"gamma must be between 0 and 1 (exclusive), not {gamma}.")
-        self.rt, self.gamma, self.teacher = rt, gamma, teacher
+        if teacher is not None and corpus_teacher is not None:
+            raise ChunkwiseError("Use either a teacher model or the corpus as teacher, not both.")
+        self.rt, self.gamma, self.teacher, self.corpus_teacher = rt, gamma, teacher, corpus_teacher
 
     def confidence(self, doc: Document, scored: Scored, topk: int = 0) -> tuple[np.ndarray, Scored | None]:
         """Log-probability per working-model token that decides chunk membership, and the teacher's pass."""
@@ -271,6 +276,10 @@ class Miner:
                 out.append((doc, scored, confidence, teacher))
             if progress:
                 progress(i + 1, len(docs))
+        if self.corpus_teacher is not None:
+            stats, settings = self.corpus_teacher
+            confidences = corpus_teacher_confidence([p[1] for p in out], stats, settings)
+            out = [(d, sc, conf, None) for (d, sc, _c, _t), conf in zip(out, confidences)]
         return out
 
     def extract(self, passes: Sequence[tuple], gamma: float) -> MiningReport:
@@ -361,3 +370,47 @@ def generate_corpus(engine, prompts: Sequence[str], samples: int = 2, max_tokens
             if progress:
                 progress(i * samples + s + 1, total)
     return docs
+
+
+def corpus_teacher_confidence(passes: Sequence[Scored], stats, settings, spare: int = 48) -> list[np.ndarray]:
+    """Token log-probabilities under the kNN-LM of the *other* documents (leave one out).
+
+    The user's own writing makes a teacher that knows what a 135M model
+    cannot: their sign-off, their projects' names, their stock phrases.
+    For each position: P = lambda P_kNN + (1 - lambda) P_LM (PP-KD Eq. 1, 4
+    with hard labels), the neighbours drawn from every document but the
+    one being scored, so a phrase counts only when it recurs across
+    documents.
+    """
+    import hnswlib
+
+    from .knn import mix_one
+
+    keys, values, owner, where = [], [], [], []
+    for d, sc in enumerate(passes):
+        nxt = np.arange(sc.first + 1, len(sc.tokens))
+        nxt = nxt[~np.isnan(sc.logprob[nxt])]
+        keys.append(sc.hidden[nxt - 1])
+        values.append(np.asarray(sc.tokens)[nxt])
+        owner.append(np.full(len(nxt), d))
+        where.append(nxt)
+    out = [sc.logprob.copy() for sc in passes]
+    if not keys or sum(len(k) for k in keys) == 0 or len(passes) < 2:
+        return out
+    vectors = stats.transform(np.vstack(keys))
+    values_all, owner_all = np.concatenate(values), np.concatenate(owner)
+    index = hnswlib.Index(space="l2", dim=vectors.shape[1])
+    index.init_index(max_elements=len(vectors), ef_construction=100, M=16, random_seed=0)
+    index.add_items(vectors, np.arange(len(vectors)), num_threads=1)
+    want = min(len(vectors), settings.k + spare)
+    index.set_ef(max(64, want))
+    labels, dist = index.knn_query(vectors, k=want, num_threads=1)          # (n, want)
+    row = 0
+    for d, sc in enumerate(passes):
+        for pos in where[d]:
+            keep = owner_all[labels[row]] != d
+            lab, dst = labels[row][keep][: settings.k], dist[row][keep][: settings.k]
+            p_lm = math.exp(sc.logprob[pos])
+            out[d][pos] = math.log(max(mix_one(p_lm, sc.tokens[pos], dst, values_all[lab], settings), 1e-300))
+            row += 1
+    return out

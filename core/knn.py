@@ -39,7 +39,7 @@ EF_SEARCH = 64
 class KnnSettings:
     """lambda: weight of the kNN distribution; mu: hard labels vs teacher probabilities; T; k."""
 
-    lam: float = 0.25
+    lam: float = 0.5           # measured best of 0.1 / 0.25 / 0.5 on bench/data/user_emails
     mu: float = 0.4
     temperature: float = 0.1
     k: int = 16
@@ -76,6 +76,14 @@ def mix(p_lm: np.ndarray, dist: np.ndarray, values: np.ndarray, topk_ids: np.nda
         np.add.at(p_logit, topk_ids.ravel(), (u * w[:, None]).ravel())
         p_knn = s.mu * p_knn + (1.0 - s.mu) * p_logit
     return s.lam * p_knn + (1.0 - s.lam) * p_lm
+
+
+def mix_one(p_lm: float, token: int, dist: np.ndarray, values: np.ndarray, s: KnnSettings) -> float:
+    """P(token) = lambda P_hard(token) + (1 - lambda) p_lm, for one token (hard labels only)."""
+    if len(values) == 0:
+        return p_lm
+    w = np.exp(-(dist - dist.min()) / s.temperature)
+    return s.lam * float(w[values == token].sum() / w.sum()) + (1.0 - s.lam) * p_lm
 
 
 class KnnLM:

@@ -46,10 +46,15 @@ def load_teacher(path: str | os.PathLike, n_ctx: int = 1024, n_threads: int | No
 
 def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher: LlamaRuntime | None = None,
          kind: str | None = None, knn: bool = False, progress: Progress | None = None,
-         cancelled: Callable[[], bool] | None = None) -> MineResult:
-    """Mine *docs* into the engine's store: all of it in one transaction, or nothing."""
-    kind = kind or ("teacher" if teacher is not None else "self")
-    report = Miner(engine.runtime, gamma, teacher).mine(docs, progress, cancelled, knn=knn)
+         cancelled: Callable[[], bool] | None = None, corpus_teacher: bool = False) -> MineResult:
+    """Mine *docs* into the engine's store: all of it in one transaction, or nothing.
+
+    *corpus_teacher*: the kNN-LM of the other documents is the teacher
+    (engine.knn_settings), so phrases the user repeats become chunks.
+    """
+    kind = kind or ("teacher" if (teacher is not None or corpus_teacher) else "self")
+    ct = (engine.matcher.stats, engine.knn_settings.check()) if corpus_teacher else None
+    report = Miner(engine.runtime, gamma, teacher, ct).mine(docs, progress, cancelled, knn=knn)
     if report.documents == 0:
         raise ChunkwiseError("No document is long enough to mine (each needs a few sentences); nothing was stored.")
     label = teacher.name if (teacher is not None and report.teacher_probs) else None
@@ -58,7 +63,7 @@ def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher
     engine.refresh()
     engine.forget_knn()
     return MineResult(report, kind, new_chunks, new_contexts, len(report.knn_rows),
-                      teacher.name if teacher is not None else None)
+                      teacher.name if teacher is not None else ("corpus kNN-LM" if corpus_teacher else None))
 
 
 # ---------------------------------------------------------------- perplexity
@@ -89,7 +94,7 @@ def _score_text(engine, text: str, knn: bool) -> _Pass:
         for pos, lp, h in zip(positions, log_probs, hidden):
             knn_logp[pos] = math.log(max(model.distribution(np.exp(lp), h)[tokens[pos]], 1e-300))
 
-    scored = score(rt, tokens, first, hidden=True, on_rows=mix_rows if knn else None)
+    scored = score(rt, tokens, first, hidden=True, topk=1, on_rows=mix_rows if knn else None)
     return _Pass(tokens, first, scored, knn_logp)
 
 
@@ -165,11 +170,12 @@ def tune_threshold(engine, text: str, thresholds: Sequence[float] = THRESHOLD_GR
 
 def tune_gamma(engine, corpus: Sequence[Document], text: str, gammas: Sequence[float] = GAMMA_GRID,
                thresholds: Sequence[float] = THRESHOLD_GRID, teacher: LlamaRuntime | None = None,
-               progress: Progress | None = None) -> TuneResult:
+               progress: Progress | None = None, corpus_teacher: bool = False) -> TuneResult:
     """Gamma and threshold together: one pass over *corpus*, chunks cut at each gamma into a
     scratch store, CD-LM perplexity of held-out *text* for each threshold.  The user's store is
     not touched."""
-    miner = Miner(engine.runtime, max(gammas), teacher)
+    ct = (engine.matcher.stats, engine.knn_settings.check()) if corpus_teacher else None
+    miner = Miner(engine.runtime, max(gammas), teacher, ct)
     passes = miner.score_all(corpus, progress)
     if not passes:
         raise ChunkwiseError("No corpus document is long enough to mine.")
@@ -179,7 +185,7 @@ def tune_gamma(engine, corpus: Sequence[Document], text: str, gammas: Sequence[f
         report = miner.extract(passes, gamma)
         scratch = ChunkStore(":memory:")
         model_id = scratch.model_id(rt.identity, rt.name, rt.n_embd)
-        scratch.add_mined(model_id, "teacher" if teacher else "self", report.chunks)
+        scratch.add_mined(model_id, "teacher" if (teacher or corpus_teacher) else "self", report.chunks)
         matcher = ChunkMatcher(stats)
         matcher.load(scratch, model_id, rt.identity, None)
         for t in thresholds:

@@ -47,6 +47,7 @@ LEXICAL_WEIGHT = 0.3     # weight of word overlap in the chunk choice
 LOCAL_GATE = 0.6         # weight of local agreement in the match score
 LEXICAL_GATE = 0.4       # weight of word overlap in the match score
 DEFAULT_THRESHOLD = 0.15  # on the calibrated scale; see docs/matching.md
+DEFAULT_BACKGROUND = 0.4  # calibration floor when the store has no entries of the user's own
 SHORT_SENTENCE = 3       # word overlap of shorter sentences counts for less
 # Mined phrases ("I hope this email finds you well") recur naturally; a
 # person's phone number or a snippet written twice in one email does not.
@@ -198,13 +199,19 @@ class ChunkMatcher:
         self.stats = stats
         self.dim = stats.mean.shape[0]
         self.threshold = threshold
+        self.agreement_gate = True
         self.index = VectorIndex(self.dim)
         self.lexicon = _Lexicon()
-        self.calibration = Calibration(background=0.4)
+        self.calibration = Calibration(background=DEFAULT_BACKGROUND)
         self._row_of: dict[int, int] = {}          # label -> row in the arrays below
         self._chunk_of = np.empty(0, dtype=np.int64)
         self._local = np.empty((0, self.dim), dtype=np.float16)
         self._tokens: dict[int, tuple[int, ...]] = {}   # label -> chunk tokens after that context
+        self._entry = np.empty(0, dtype=np.int64)       # row -> entry token of that context
+        self._mined = np.empty(0, dtype=bool)           # row -> chunk of a repeatable (mined) kind
+        self._self = np.empty(0, dtype=bool)            # row -> self-distilled (the model's own phrase)
+        self._mined_entries: frozenset[int] = frozenset()
+        self._experts = 0                               # rows of pii / snippet / phrase chunks
         self._chunks: dict[int, dict] = {}          # chunk id -> kind, label, text, words, tokens
 
     def __len__(self) -> int:
@@ -239,20 +246,37 @@ class ChunkMatcher:
         for chunk in store.list_chunks(ids=sorted(set(self._chunk_of.tolist()))) if labels else []:
             bag = chunk_words((c.text for c in chunk.contexts), chunk.label)
             self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag}
+        self._entry = np.asarray([r.entry_token for r in rows], dtype=np.int64)
+        kinds = {cid: info["kind"] for cid, info in self._chunks.items()}
+        self._mined = np.asarray([kinds.get(r.chunk_id) in REPEATABLE_KINDS for r in rows], dtype=bool)
+        self._self = np.asarray([kinds.get(r.chunk_id) == "self" for r in rows], dtype=bool)
+        self._mined_entries = frozenset(self._entry[self._mined].tolist())
+        self._experts = int((~self._mined).sum())
         self.calibration = self._calibrate()
         return status
 
     def _calibrate(self) -> Calibration:
-        """Background level: the best match score of ordinary text positions (no shared words)."""
-        if len(self.index) == 0:
-            return Calibration(background=0.4)
+        """Background level: the best match score of ordinary text positions (no shared words).
+
+        Only the user's own entries (PII, snippets, phrases) count: mined
+        chunks come from ordinary text, so ordinary text matches their
+        contexts by construction -- for them the entry token (the paper's
+        trie) and the threshold decide.
+        """
+        if len(self.index) == 0 or self._experts == 0:
+            return Calibration(background=DEFAULT_BACKGROUND)
         bg = self.stats.background[:1000]
         best = []
         for row in bg:
             labels, sims = self.index.query(row[: self.dim], k=8)
             rows = np.fromiter((self._row_of[int(l)] for l in labels), dtype=np.int64, count=len(labels))
-            local = self._local[rows].astype(np.float32) @ row[self.dim:]
-            best.append(float(np.max(match_score(sims, local, 0.0))))
+            expert = ~self._mined[rows]
+            if not expert.any():
+                continue
+            local = self._local[rows[expert]].astype(np.float32) @ row[self.dim:]
+            best.append(float(np.max(match_score(sims[expert], local, 0.0))))
+        if not best:
+            return Calibration(background=DEFAULT_BACKGROUND)
         return Calibration(background=float(np.quantile(best, 0.995)))
 
     # ------------------------------------------------------------ proposing
@@ -262,16 +286,27 @@ class ChunkMatcher:
         return self.calibration.eta(self.threshold)
 
     def candidates(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
-                   exclude: Iterable[int] = (), min_match: float | None = None) -> list["Candidate"]:
+                   exclude: Iterable[int] = (), min_match: float | None = None,
+                   last_token: int | None = None, model_choice: int | None = None) -> list["Candidate"]:
         """Scored candidate chunks for the state after the newest token, best choice first.
 
         *hidden*: (d,) state after the newest token; *hidden_local*: (d,)
         mean of the last few states; *text*: the text so far (for words and
         to skip chunks already written there).  With *min_match*, returns
         nothing as soon as no candidate could reach it even with every word
-        shared -- most steps of ordinary text end there, cheaply.
+        shared -- most steps of ordinary text end there, cheaply.  With
+        *last_token*, mined chunks are only offered after their own entry
+        token (the paper's entry-token trie), and a store of mined chunks
+        alone skips every step whose token starts none of them.  With
+        *model_choice* (the model's own next token) and ``agreement_gate``,
+        a self-distilled chunk must also start with that token: those chunks
+        are the model's confident phrases, and this keeps them from starting
+        where the model would not (docs/benchmarks.md measures with and
+        without).  Teacher chunks are exempt: the teacher knows better.
         """
         if len(self.index) == 0:
+            return []
+        if last_token is not None and self._experts == 0 and last_token not in self._mined_entries:
             return []
         query = self.stats.transform(np.stack([hidden, hidden_local]))       # (2, d)
         labels, sims = self.index.query(query[0], k=CANDIDATES)                # (k,), (k,)
@@ -283,11 +318,17 @@ class ChunkMatcher:
             return []
         weights, total = self.lexicon.weigh(current_sentence(text))
         skip, recent = set(exclude), text[-2000:]
+        gate = model_choice if self.agreement_gate else None
         by_chunk: dict[int, Candidate] = {}
         for i, row in enumerate(rows.tolist()):
             chunk_id = int(self._chunk_of[row])
             if chunk_id in skip:
                 continue
+            if self._mined[row]:
+                if last_token is not None and self._entry[row] != last_token:
+                    continue
+                if gate is not None and self._self[row] and self._tokens[int(labels[i])][:1] != (gate,):
+                    continue
             info = self._chunks[chunk_id]
             # Already written: a PII value or snippet is not repeated; a mined
             # phrase may recur, but not right after itself.
@@ -305,14 +346,16 @@ class ChunkMatcher:
         return ranked
 
     def propose(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
-                exclude: Iterable[int] = (), greedy: bool = True) -> Proposal | None:
+                exclude: Iterable[int] = (), greedy: bool = True, last_token: int | None = None,
+                model_choice: int | None = None) -> Proposal | None:
         """The chunk to offer at this step with its acceptance probability, or None.
 
         *greedy*: the caller accepts only when q >= 0.5, so weaker matches are
         not worth scoring; with sampled acceptance any q > 0 counts.
         """
         floor = self.calibration.raw_cutoff(self.threshold) if greedy else max(self.eta, self.calibration.background)
-        ranked = self.candidates(hidden, hidden_local, text, exclude, min_match=floor)
+        ranked = self.candidates(hidden, hidden_local, text, exclude, min_match=floor, last_token=last_token,
+                                 model_choice=model_choice)
         if not ranked:
             return None
         best = ranked[0]

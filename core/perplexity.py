@@ -94,7 +94,8 @@ class PerplexityReport:
 def text_proposals(matcher, rt, scored, prefix_text: str = "", continuation=None) -> dict[int, tuple[tuple[int, ...], float]]:
     """The chunk CD-LM would offer at each position of a scored text, from the prefix alone.
 
-    *scored*: :class:`core.distill.Scored` with hidden states.  Proposals
+    *scored*: :class:`core.distill.Scored` with hidden states (and top-1
+    ids, the model's own choice at each position, for the agreement gate).  Proposals
     depend only on the text before each position (the paper's condition for
     the dynamic program), so already-used chunks are not excluded here --
     the matcher's own rule of not repeating text already written applies.
@@ -114,7 +115,9 @@ def text_proposals(matcher, rt, scored, prefix_text: str = "", continuation=None
         written += pieces[n - 1]
         states = scored.hidden[max(scored.first, n - LOCAL_WINDOW):n]                  # (w, d)
         text = prefix_text + written.decode("utf-8", errors="ignore")
-        proposal = matcher.propose(scored.hidden[n - 1], states.mean(axis=0), text, greedy=False)
+        choice = int(scored.topk_ids[n, 0]) if scored.topk_ids is not None else None
+        proposal = matcher.propose(scored.hidden[n - 1], states.mean(axis=0), text, greedy=False,
+                                   last_token=scored.tokens[n - 1], model_choice=choice)
         if proposal is None or proposal.q <= 0:
             continue
         chunk = tuple(proposal.tokens)

@@ -278,3 +278,28 @@ def test_cli_bad_corpora_and_teacher_store_nothing(tmp_path, capsys):
     assert run_cli("mine", "--corpus", str(good), "--gamma", "1.5") == 1
     with ChunkStore(tmp_path / "user-data" / "chunks.db") as store:
         assert store.count() == (0, 0)
+
+
+def test_the_corpus_as_teacher_turns_repeated_phrases_into_chunks(make_engine):
+    """Leave-one-out kNN-LM teacher: the sign-off recurs across emails, so it becomes a chunk
+    although the model alone gives the name a low probability."""
+    engine = make_engine()
+    docs = [Document(f"e{i}", t) for i, t in enumerate(EMAILS)]
+    self_only = Miner(engine.runtime, 0.5).mine(docs)
+    assert not any("Dana" in c.text for c in self_only.chunks)
+    result = mine(engine, docs, gamma=0.5, corpus_teacher=True)
+    assert result.kind == "teacher" and result.teacher == "corpus kNN-LM"
+    assert any("Dana" in c.text for c in engine.store.list_chunks(kind="teacher"))
+
+
+def test_a_single_document_teaches_nothing_beyond_the_model(make_engine):
+    from core.distill import corpus_teacher_confidence, document_tokens, score
+
+    engine = make_engine()
+    tokens, first = document_tokens(engine.runtime, Document("e", EMAILS[0]))
+    scored = score(engine.runtime, tokens, first)
+    from core.knn import KnnSettings
+
+    (out,) = corpus_teacher_confidence([scored], engine.matcher.stats, KnnSettings())
+    assert np.array_equal(np.isnan(out), np.isnan(scored.logprob))
+    assert np.allclose(out[~np.isnan(out)], scored.logprob[~np.isnan(out)])

@@ -1,0 +1,227 @@
+"""Learning from the user's writing, measured (CD-LM paper Table 11 / Figure 4 shape).
+
+Part 1, SCD-LM.  The model answers the 'mine' prompts of bench/data/email_prompts.json
+(several sampled answers each: the paper's self-memory); the answers are mined at gamma.
+Then the 'test' prompts -- paraphrases never mined -- are answered greedily, plain and
+with the self store at a sweep of thresholds, runs alternating side by side.  Reported:
+forward passes saved (FPS) and time per token saved (TTS) against plain, ROUGE-L of the
+text against plain greedy output, and the text's perplexity under the base model.
+
+Part 2, KCD-LM and kNN-LM.  One person's emails (bench/data/user_emails): chunk stores
+are mined from the training emails three ways -- self (the model's own gamma rule), a
+teacher GGUF, and the corpus itself as teacher (kNN-LM of the other emails, leave one
+out) -- with a kNN-LM datastore; perplexity of the held-out emails under the base model,
+CD-LM over a threshold grid, kNN-LM (hard labels) and PP-KD (the teacher's stored top-8
+probabilities).  The only GGUF on this machine is the default model, so the teacher GGUF
+is a second instance of that file (docs/benchmarks.md says what that does not show).
+
+    python bench/distill.py [--samples 3] [--max-tokens 128] [--repeats 2] [--gamma 0.9]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import machine, save_plot, table  # noqa: E402
+from core import Engine, GenerationRequest  # noqa: E402
+from core.corpus import Document  # noqa: E402
+from core.distill import document_tokens, generate_corpus, score  # noqa: E402
+from core.corpus import read_corpus  # noqa: E402
+from core.learning import load_teacher, mine, perplexity_of, tune_threshold  # noqa: E402
+from core.perplexity import base_log_prob, perplexity  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+THRESHOLDS = [0.7, 0.5, 0.3, 0.15, 0.05]
+
+
+def rouge_l(candidate: str, reference: str) -> float:
+    """ROUGE-L F1 over words (longest common subsequence)."""
+    a, b = candidate.split(), reference.split()
+    if not a or not b:
+        return float(a == b)
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    lcs = prev[-1]
+    if lcs == 0:
+        return 0.0
+    p, r = lcs / len(a), lcs / len(b)
+    return 2 * p * r / (p + r)
+
+
+def answer_ppl(engine: Engine, prompt: str, answer: str) -> float:
+    """Perplexity of *answer* under the base model, given the chat prompt."""
+    rt = engine.runtime
+    doc = Document("answer", answer, rt.chat_prompt([{"role": "user", "content": prompt}]))
+    tokens, first = document_tokens(rt, doc)
+    scored = score(rt, tokens, first, hidden=False)
+    return perplexity(base_log_prob(scored.logprob, first), len(tokens) - first)
+
+
+def run(engine: Engine, prompt: str, max_tokens: int, chunks: bool):
+    out = engine.generate(GenerationRequest(prompt, mode="chat", max_tokens=max_tokens, use_chunks=chunks),
+                          record_use=False)
+    return out.text, out.stats
+
+
+def self_distillation(engine: Engine, tasks, args) -> list[dict]:
+    prompts = [p for t in tasks for p in t["mine"]]
+    start = time.perf_counter()
+    docs = generate_corpus(engine, prompts, samples=args.samples, max_tokens=args.max_tokens + 64,
+                           temperature=0.7, seed=1)
+    result = mine(engine, docs, gamma=args.gamma)
+    print(f"Self store: {len(docs)} answers to {len(prompts)} prompts, {result.report.tokens} tokens -> "
+          f"{len(result.report.chunks)} chunks, {result.new_contexts} contexts "
+          f"(gamma {args.gamma}; {time.perf_counter() - start:.0f} s to write and mine)\n")
+    tests = [p for t in tasks for p in t["test"]]
+    rows = []
+    plain = {}
+    for threshold in THRESHOLDS:
+        engine.threshold = threshold
+        per = {"passes": [], "plain_passes": [], "tpt": [], "plain_tpt": [], "rouge": [], "ppl": [],
+               "chunks": 0, "tokens": 0}
+        for prompt in tests:
+            best, best_plain = None, None
+            for _ in range(args.repeats):                   # A B A B: noise hits both
+                text_p, st_p = run(engine, prompt, args.max_tokens, chunks=False)
+                text_c, st_c = run(engine, prompt, args.max_tokens, chunks=True)
+                if best_plain is None or st_p.seconds < best_plain[1].seconds:
+                    best_plain = (text_p, st_p)
+                if best is None or st_c.seconds < best[1].seconds:
+                    best = (text_c, st_c)
+            text_p, st_p = best_plain
+            text_c, st_c = best
+            plain.setdefault(prompt, text_p)
+            per["passes"].append(st_c.forward_passes / max(1, st_c.tokens))
+            per["plain_passes"].append(st_p.forward_passes / max(1, st_p.tokens))
+            per["tpt"].append(st_c.seconds / max(1, st_c.tokens))
+            per["plain_tpt"].append(st_p.seconds / max(1, st_p.tokens))
+            per["rouge"].append(rouge_l(text_c, plain[prompt]))
+            per["ppl"].append(answer_ppl(engine, prompt, text_c))
+            per["chunks"] += st_c.chunks
+            per["tokens"] += st_c.tokens
+        fps = 1 - sum(per["passes"]) / sum(per["plain_passes"])
+        tts = 1 - sum(per["tpt"]) / sum(per["plain_tpt"])
+        rows.append({"threshold": threshold, "eta": round(engine.matcher.eta, 3), "fps": fps, "tts": tts,
+                     "rouge": statistics.mean(per["rouge"]), "ppl": statistics.mean(per["ppl"]),
+                     "chunks": per["chunks"], "tokens": per["tokens"]})
+    base_ppl = statistics.mean(answer_ppl(engine, p, plain[p]) for p in tests)
+    rows.insert(0, {"threshold": "plain", "eta": "-", "fps": 0.0, "tts": 0.0, "rouge": 1.0, "ppl": base_ppl,
+                    "chunks": 0, "tokens": 0})
+    return rows
+
+
+def teacher_and_knn(args) -> dict:
+    """Held-out emails of one person; stores mined from their other emails three ways."""
+    folder = ROOT / "bench" / "data" / "user_emails"
+    train = read_corpus(sorted(folder.glob("train-*.txt")))
+    held = "\n\n".join(d.text for d in read_corpus(sorted(folder.glob("held_out-*.txt"))))
+    out = {}
+    for name in ("self", "teacher GGUF", "corpus teacher"):
+        engine = Engine(n_threads=2)
+        teacher = load_teacher(engine.runtime.model_path) if name == "teacher GGUF" else None
+        try:
+            result = mine(engine, train, gamma=args.teacher_gamma, teacher=teacher, knn=True,
+                          corpus_teacher=name == "corpus teacher")
+        finally:
+            if teacher is not None:
+                teacher.close()
+        tuned = tune_threshold(engine, held, thresholds=[0.0, 0.1, 0.2, 0.3, 0.5, 0.7])
+        row = {"chunks": len(result.report.chunks), "grid": tuned.grid, "base": tuned.base,
+               "best": tuned.best, "threshold": tuned.threshold,
+               "examples": [c.text for c in result.report.chunks[:4]]}
+        if name == "teacher GGUF":       # its top-8 probabilities were stored: PP-KD
+            for mu in (1.0, 0.4):
+                engine.knn_settings.mu = mu
+                engine.threshold = tuned.threshold
+                row[f"knn_mu{mu}"] = perplexity_of(engine, held, knn=True)
+        out[name] = row
+        out["tokens"] = len(engine.runtime.tokenize(held))
+        engine.close()
+    out["train_docs"] = len(train)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--samples", type=int, default=3)
+    ap.add_argument("--max-tokens", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--gamma", type=float, default=0.9)
+    ap.add_argument("--teacher-gamma", type=float, default=0.5)
+    ap.add_argument("--skip-self", action="store_true", help="only part 2")
+    args = ap.parse_args()
+    print(f"Machine: {machine()}\n")
+    tasks = json.loads((ROOT / "bench" / "data" / "email_prompts.json").read_text(encoding="utf-8"))["tasks"]
+
+    engine = Engine(n_threads=2)
+    rows = [] if args.skip_self else self_distillation(engine, tasks, args)
+    if rows:
+        print("SCD-LM on held-out paraphrased email prompts (greedy, max "
+              f"{args.max_tokens} tokens; FPS/TTS against plain decoding in the same run):")
+        print(table(["threshold", "eta", "FPS", "TTS", "PPL (base LM)", "ROUGE-L vs plain", "chunks / tokens"],
+                    [[r["threshold"], r["eta"], f"{100 * r['fps']:.1f}%", f"{100 * r['tts']:.1f}%",
+                      f"{r['ppl']:.2f}", f"{r['rouge']:.2f}",
+                      f"{r['chunks']} / {r['tokens']}" if r["tokens"] else "-"] for r in rows]))
+    engine.close()
+
+    kd = teacher_and_knn(args)
+    base = kd["self"]["base"]
+    print(f"\nPerplexity of 5 held-out emails of one person (bench/data/user_emails), stores mined from "
+          f"their {kd['train_docs']} other emails at gamma {args.teacher_gamma} (kNN-LM: lambda 0.5, T 0.1, k 16):")
+    change = lambda v: f"{100 * (v / base - 1):+.1f}%"
+    lines = [["base model", "-", f"{base:.3f}", ""]]
+    for name in ("self", "teacher GGUF", "corpus teacher"):
+        row = kd[name]
+        for g in row["grid"]:
+            lines.append([f"CD-LM, {name} store ({row['chunks']} chunks)", f"{g['threshold']:g}",
+                          f"{g['cdlm']:.3f}", change(g["cdlm"])])
+    tg = kd["teacher GGUF"]
+    for mu, label in ((1.0, "kNN-LM, hard labels (mu 1)"), (0.4, "PP-KD kNN-LM, teacher top-8 (mu 0.4)")):
+        rep = tg[f"knn_mu{mu}"]
+        lines.append([label, "-", f"{rep.knn:.3f}", change(rep.knn)])
+        lines.append([f"{label} + CD-LM teacher store", f"{tg['threshold']:g}", f"{rep.cdlm_knn:.3f}",
+                      change(rep.cdlm_knn)])
+    print(table(["model", "threshold", "perplexity", "vs base"], lines))
+    for name in ("self", "teacher GGUF", "corpus teacher"):
+        print(f"  {name}: most frequent chunks {kd[name]['examples']}")
+
+    if not rows:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sweep = [r for r in rows if r["threshold"] != "plain"]
+    xs = [r["threshold"] for r in sweep]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    axes[0].plot(xs, [100 * r["fps"] for r in sweep], "o-", label="FPS")
+    axes[0].plot(xs, [100 * r["tts"] for r in sweep], "s-", label="TTS")
+    axes[0].axhline(0, color="grey", lw=0.8)
+    axes[0].set_ylabel("% saved vs plain")
+    axes[0].legend()
+    axes[1].plot(xs, [r["ppl"] for r in sweep], "o-")
+    axes[1].axhline(rows[0]["ppl"], color="grey", ls="--", label="plain")
+    axes[1].set_ylabel("PPL under base LM")
+    axes[1].legend()
+    axes[2].plot(xs, [r["rouge"] for r in sweep], "o-")
+    axes[2].set_ylabel("ROUGE-L vs plain greedy")
+    for ax in axes:
+        ax.set_xlabel("threshold (calibrated; lower inserts more)")
+        ax.invert_xaxis()
+    fig.suptitle("SCD-LM with a self store, held-out paraphrased prompts")
+    print(f"\nplot: {save_plot(fig, 'distill_scd.png')}")
+
+
+if __name__ == "__main__":
+    main()
