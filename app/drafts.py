@@ -28,7 +28,10 @@ class DraftFile:
         self.path = Path(path) if path else default_draft_path()
 
     def save(self, draft: dict) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, mode=0o700)
+        except FileExistsError:
+            pass
         fd, tmp = tempfile.mkstemp(prefix=".draft-", dir=self.path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -221,13 +221,20 @@ class LibraryDialog(QDialog):
         self._changed()
         return len(ids)
 
-    def export_dialog(self, path: str | None = None) -> int:
+    def export_dialog(self, path: str | None = None, include_pii: bool | None = None) -> int:
         if not path:
             path, _ = QFileDialog.getSaveFileName(self, "Export chunks", "chunks.json", "JSON (*.json);;CSV (*.csv)")
         if not path:
             return 0
+        if include_pii is None:
+            has_pii = any(c.kind == "pii" for c in self.store.list_chunks(kind="pii"))
+            include_pii = has_pii and QMessageBox.question(
+                self, "Export chunks",
+                "Write your personal information (phone, address, email…) into the file in plain text?\n\n"
+                "Choose No to export it masked.", QMessageBox.Yes | QMessageBox.No,
+                QMessageBox.No) == QMessageBox.Yes
         try:
-            return export_file(self.store, path)
+            return export_file(self.store, path, include_pii=include_pii)
         except ChunkwiseError as exc:
             QMessageBox.warning(self, "Export chunks", str(exc))
             return 0

@@ -109,6 +109,14 @@ class SettingsDialog(QDialog):
         self.anchors.setToolTip("Anchor-based KV reduction: keeps only sentence ends of earlier sentences "
                                 "in the model's memory. The bundled model was not trained for it.")
         self.anchors.setChecked(s.anchor_reduction)
+        self.knn = QCheckBox("Also predict from my writing (kNN-LM over what Tools → Learn from my writing read)")
+        self.knn.setChecked(s.knn_enabled)
+        self.tune_button = QPushButton("Tune threshold from my writing…")
+        self.tune_button.setToolTip("Pick a few of your own emails that Chunkwise has not learned from: the "
+                                    "threshold that predicts them best (lowest CD-LM perplexity) is chosen.")
+        self.tune_button.clicked.connect(self._tune)
+        self.tune_label = QLabel("")
+        self.tune_label.setWordWrap(True)
         form = QFormLayout()
         threshold_box = QVBoxLayout()
         threshold_box.addWidget(self.slider)
@@ -117,6 +125,10 @@ class SettingsDialog(QDialog):
         threshold_row.addLayout(threshold_box, 1)
         threshold_row.addWidget(self.plot, 1)
         form.addRow("Similarity threshold:", threshold_row)
+        tune_row = QHBoxLayout()
+        tune_row.addWidget(self.tune_button)
+        tune_row.addWidget(self.tune_label, 1)
+        form.addRow("", tune_row)
         form.addRow("Model file:", model_row)
         form.addRow("Context size:", self.n_ctx)
         form.addRow("Threads:", self.threads)
@@ -125,6 +137,7 @@ class SettingsDialog(QDialog):
         form.addRow("Typing pause before suggesting:", self.debounce)
         form.addRow("", self.chunks)
         form.addRow("", self.anchors)
+        form.addRow("", self.knn)
         buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
@@ -135,6 +148,8 @@ class SettingsDialog(QDialog):
         worker = getattr(window, "worker", None)
         if worker is not None:
             worker.threshold_profile.connect(self.plot.set_scores)
+            worker.tuned.connect(self._on_tuned)
+            worker.tune_failed.connect(self._on_tune_failed)
             from PySide6.QtCore import QMetaObject, Q_ARG
 
             text = window.email_text() if hasattr(window, "email_text") else ""
@@ -150,6 +165,26 @@ class SettingsDialog(QDialog):
         if hasattr(self.window_, "set_threshold"):
             self.window_.set_threshold(t)   # live: the next suggestion uses it
 
+    def _tune(self, path: str | None = None) -> None:
+        if not path:
+            path, _ = QFileDialog.getOpenFileName(self, "Some of your own writing (not learned from)", "",
+                                                  "Text and mail (*.txt *.md *.eml *.mbox);;All files (*)")
+        if not path or not hasattr(self.window_, "request_tune"):
+            return
+        self.tune_button.setEnabled(False)
+        self.tune_label.setText("Measuring…")
+        self.window_.request_tune.emit(path)
+
+    def _on_tuned(self, result: dict) -> None:
+        self.tune_button.setEnabled(True)
+        self.slider.setValue(round(result["threshold"] * 100))
+        self.tune_label.setText(f"Best threshold {result['threshold']:.2f}: perplexity {result['best']:.2f} "
+                                f"(model alone {result['base']:.2f}).")
+
+    def _on_tune_failed(self, message: str) -> None:
+        self.tune_button.setEnabled(True)
+        self.tune_label.setText(f"Could not tune: {message}")
+
     def _browse(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Choose a GGUF model", "", "GGUF models (*.gguf)")
         if path:
@@ -159,7 +194,8 @@ class SettingsDialog(QDialog):
         return replace(self.original, threshold=self.slider.value() / 100, model_path=self.model.text().strip(),
                        n_ctx=self.n_ctx.value(), threads=self.threads.value(), max_tokens=self.max_tokens.value(),
                        temperature=self.temperature.value(), debounce_ms=self.debounce.value(),
-                       chunks_enabled=self.chunks.isChecked(), anchor_reduction=self.anchors.isChecked())
+                       chunks_enabled=self.chunks.isChecked(), anchor_reduction=self.anchors.isChecked(),
+                       knn_enabled=self.knn.isChecked())
 
     def accept(self) -> None:
         if hasattr(self.window_, "apply_settings"):
@@ -174,8 +210,10 @@ class SettingsDialog(QDialog):
     def done(self, result: int) -> None:
         worker = getattr(self.window_, "worker", None)
         if worker is not None:
-            try:
-                worker.threshold_profile.disconnect(self.plot.set_scores)
-            except (RuntimeError, TypeError):
-                pass
+            for signal, slot in ((worker.threshold_profile, self.plot.set_scores), (worker.tuned, self._on_tuned),
+                                 (worker.tune_failed, self._on_tune_failed)):
+                try:
+                    signal.disconnect(slot)
+                except (RuntimeError, TypeError):
+                    pass
         super().done(result)

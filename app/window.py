@@ -52,6 +52,8 @@ class ComposeWindow(QMainWindow):
     request_threshold = Signal(float)
     request_refresh = Signal()
     request_use = Signal(int)
+    request_learn = Signal(dict)
+    request_tune = Signal(str)
 
     def __init__(self, settings: Settings, settings_file: Path | None = None, start_worker: bool = True,
                  draft_file: DraftFile | None = None):
@@ -142,6 +144,7 @@ class ComposeWindow(QMainWindow):
         self.marks_action.setChecked(self.settings.show_chunk_marks)
         tools = self.menuBar().addMenu("&Tools")
         self._action(tools, "Chunk &library…", self.open_library, QKeySequence("Ctrl+L"))
+        self._action(tools, "Learn from &my writing…", self.learn_from_writing)
         self._action(tools, "&Settings…", self.open_settings, QKeySequence("Ctrl+,"))
 
     def _action(self, menu, text, slot, shortcut=None) -> QAction:
@@ -161,6 +164,10 @@ class ComposeWindow(QMainWindow):
         self.request_threshold.connect(w.set_threshold)
         self.request_refresh.connect(w.refresh)
         self.request_use.connect(w.record_use)
+        self.request_learn.connect(w.learn)
+        self.request_tune.connect(w.tune)
+        w.learned.connect(self._on_learned)
+        w.learn_failed.connect(lambda msg: QMessageBox.warning(self, "Chunkwise: nothing learned", msg))
         w.piece.connect(self._on_piece)
         w.finished.connect(self._on_finished)
         w.failed.connect(self._on_failed)
@@ -199,7 +206,7 @@ class ComposeWindow(QMainWindow):
     def _on_progress(self, what: str, done: int, total: int) -> None:
         busy = done < total
         self.progress.setVisible(busy)
-        self.cancel_button.setVisible(busy and what == "Encoding chunks")
+        self.cancel_button.setVisible(busy and what in ("Encoding chunks", "Learning from your writing"))
         self.progress.setMaximum(max(total, 1))
         self.progress.setValue(done)
         self.progress.setFormat(f"{what} %p%")
@@ -256,7 +263,8 @@ class ComposeWindow(QMainWindow):
         editor.start_ghost()
         s = self.settings
         request = GenerationRequest(prompt, max_tokens=s.max_tokens, temperature=s.temperature,
-                                    stop=stop, use_chunks=s.chunks_enabled, anchor_reduction=s.anchor_reduction)
+                                    stop=stop, use_chunks=s.chunks_enabled, anchor_reduction=s.anchor_reduction,
+                                    knn=s.knn_enabled)
         self.request_generation.emit(self.current_id, request)
 
     def _on_piece(self, request_id: int, text: str, meta: dict) -> None:
@@ -322,6 +330,27 @@ class ComposeWindow(QMainWindow):
 
         dialog = SettingsDialog(self, self.settings)
         dialog.exec()
+
+    def learn_from_writing(self, paths: list[str] | None = None) -> None:
+        """Mine the user's sent mail or documents: phrases they repeat become chunks (and kNN-LM data)."""
+        if paths is None:
+            paths, _ = QFileDialog.getOpenFileNames(
+                self, "Learn from my writing: choose sent emails or documents", "",
+                "Text and mail (*.txt *.md *.eml *.mbox);;All files (*)")
+        if not paths or self.worker is None:
+            return
+        if not self.model_ready:
+            self.statusBar().showMessage("The model is still loading; try again in a moment.", 6000)
+            return
+        self.cancel_suggestion()
+        self.request_learn.emit({"paths": list(paths), "gamma": 0.5, "corpus_teacher": True, "knn": True})
+
+    def _on_learned(self, info: dict) -> None:
+        self._on_store_ready(info["contexts"])
+        self.statusBar().showMessage(
+            f"Learned from {info['documents']} document(s): {info['new_chunks']} new chunk(s), "
+            f"{info['knn_entries']} kNN-LM entries. Turn on 'predict from my writing' in Settings to use them.",
+            10000)
 
     def open_library(self) -> None:
         from .library import LibraryDialog

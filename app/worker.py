@@ -7,13 +7,27 @@ queued requests are skipped without touching the model.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import traceback
+from dataclasses import replace
 
+import numpy as np
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from core import ChunkwiseError, Engine, GenerationRequest
+
+log = logging.getLogger("chunkwise.worker")
+
+
+def _log_failure(what: str) -> None:
+    """Where it failed, for the log; never the exception's message, which may quote the user's text."""
+    import sys
+
+    exc_type, _exc, tb = sys.exc_info()
+    frames = "".join(traceback.format_tb(tb, limit=5))
+    log.error("%s failed: %s\n%s", what, exc_type.__name__ if exc_type else "?", frames)
 
 
 class ModelWorker(QObject):
@@ -28,6 +42,10 @@ class ModelWorker(QObject):
     store_ready = Signal(int)               # contexts matched after a refresh
     store_failed = Signal(str)
     threshold_profile = Signal(list)        # match scores of the recent text's positions
+    learned = Signal(dict)                  # summary of a mining run
+    learn_failed = Signal(str)
+    tuned = Signal(dict)                    # {"threshold", "best", "base", "grid"}
+    tune_failed = Signal(str)
 
     def __init__(self):
         super().__init__()
@@ -79,6 +97,8 @@ class ModelWorker(QObject):
             return                           # stale before it started
         first = None
         try:
+            if request.knn and not self.engine.has_knn:
+                request = replace(request, knn=False)     # nothing learned yet: plain suggestions
             gen = self.engine.stream(request, cancelled=lambda: self.latest != request_id)
             for piece in gen:
                 if self.latest != request_id:
@@ -93,8 +113,9 @@ class ModelWorker(QObject):
             self.finished.emit(request_id, stats)
         except ChunkwiseError as exc:
             self.failed.emit(request_id, str(exc))
-        except Exception as exc:
-            self.failed.emit(request_id, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
+        except Exception as exc:   # reported in one line; the details go to the log, not the screen
+            _log_failure("generation")
+            self.failed.emit(request_id, f"internal error ({type(exc).__name__})")
 
     @Slot(float)
     def set_threshold(self, value: float) -> None:
@@ -131,6 +152,56 @@ class ModelWorker(QObject):
         """Called from the GUI thread: a threading.Event, safe across threads."""
         self._cancel_refresh.set()
 
+    # ------------------------------------------------------------ learning from the user's writing
+
+    @Slot(dict)
+    def learn(self, options: dict) -> None:
+        """Mine files into the store (one transaction): paths, gamma, corpus_teacher, knn."""
+        if self.engine is None:
+            self.learn_failed.emit("The model is not loaded yet.")
+            return
+        from core.corpus import read_corpus
+        from core.learning import mine
+
+        self._cancel_refresh.clear()
+        try:
+            docs = read_corpus(options["paths"])
+            result = mine(self.engine, docs, options.get("gamma", 0.5), knn=options.get("knn", True),
+                          corpus_teacher=options.get("corpus_teacher", True),
+                          progress=lambda d, t: self.progress.emit("Learning from your writing", d, t),
+                          cancelled=self._cancel_refresh.is_set)
+            self.progress.emit("Learning from your writing", 1, 1)
+            self.learned.emit({"documents": result.report.documents, "new_chunks": result.new_chunks,
+                               "new_contexts": result.new_contexts, "knn_entries": result.knn_rows,
+                               "contexts": len(self.engine.matcher)})
+        except ChunkwiseError as exc:
+            self.progress.emit("Learning from your writing", 1, 1)
+            self.learn_failed.emit(str(exc))
+        except Exception as exc:
+            _log_failure("learning")
+            self.progress.emit("Learning from your writing", 1, 1)
+            self.learn_failed.emit(f"internal error ({type(exc).__name__}); nothing was stored")
+
+    @Slot(str)
+    def tune(self, path: str) -> None:
+        """The threshold with the lowest CD-LM perplexity on the user's held-out text."""
+        if self.engine is None:
+            self.tune_failed.emit("The model is not loaded yet.")
+            return
+        from core.corpus import read_corpus
+        from core.learning import tune_threshold
+
+        try:
+            text = "\n\n".join(d.text for d in read_corpus([path]))
+            result = tune_threshold(self.engine, text)
+            self.tuned.emit({"threshold": result.threshold, "best": result.best, "base": result.base,
+                             "grid": result.grid})
+        except ChunkwiseError as exc:
+            self.tune_failed.emit(str(exc))
+        except Exception as exc:
+            _log_failure("tuning")
+            self.tune_failed.emit(f"internal error ({type(exc).__name__})")
+
     @Slot(str)
     def profile_threshold(self, text: str) -> None:
         """Best match score at each word boundary of *text* (for the settings plot)."""
@@ -144,7 +215,8 @@ class ModelWorker(QObject):
         scores = []
         for i in range(2, len(toks) - 1):
             cands = matcher.candidates(out.hidden[i - 1], out.hidden[max(0, i - 3):i].mean(axis=0),
-                                       rt.detokenize(toks[1:i + 1]))
+                                       rt.detokenize(toks[1:i + 1]), last_token=toks[i],
+                                       model_choice=int(np.argmax(out.logits[i - 1])))
             scores.append(max((c.match for c in cands), default=-1.0))
         cal = matcher.calibration
         self.threshold_profile.emit([float(cal.to_scale(s)) for s in scores])

@@ -118,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     _common(ex)
     ex.add_argument("file")
     ex.add_argument("--kind")
+    ex.add_argument("--include-pii", action="store_true",
+                    help="write real PII values (masked otherwise); the file is created owner-only")
     enc = csub.add_parser("encode", help="compute matching data for the model now (otherwise done on demand)")
     _common(enc)
     from .cli_learn import add_parsers
@@ -223,8 +225,10 @@ def cmd_chunks(args) -> int:
         ids = import_file(store, args.file)
         print(f"imported {len(ids)} chunk(s) from {args.file}")
     elif args.action == "export":
-        n = export_file(store, args.file, kind=args.kind)
-        print(f"exported {n} chunk(s) to {args.file}")
+        n = export_file(store, args.file, kind=args.kind, include_pii=args.include_pii)
+        masked = sum(1 for c in store.list_chunks(kind=args.kind) if c.kind == "pii") if not args.include_pii else 0
+        print(f"exported {n} chunk(s) to {args.file}"
+              + (f" ({masked} PII value(s) masked; add --include-pii to write them)" if masked else ""))
     store.close()
     return 0
 

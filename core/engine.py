@@ -232,6 +232,10 @@ class Engine:
         self._knn.settings = self.knn_settings.check()
         return self._knn
 
+    @property
+    def has_knn(self) -> bool:
+        return self._knn is not None or self.store.knn_count(self.model_id) > 0
+
     def forget_knn(self) -> None:
         """Drop the in-memory datastore (after mining added to it)."""
         self._knn = None

@@ -128,6 +128,7 @@ class LlamaRuntime:
         self.n_vocab = lib.llama_vocab_n_tokens(self.vocab)
         self.n_embd = lib.llama_model_n_embd(self.model)
         self.n_ctx_train = lib.llama_model_n_ctx_train(self.model)
+        self._check_memory(int(n_ctx))
         threads = n_threads or max(1, min(os.cpu_count() or 1, 8))
         cparams = lib.llama_context_default_params()
         cparams.n_ctx = int(n_ctx)
@@ -164,6 +165,28 @@ class LlamaRuntime:
         self._piece_cache: dict[int, bytes] = {}
 
     # ------------------------------------------------------------ lifetime
+
+    def kv_bytes(self, n_ctx: int) -> int:
+        """Memory the KV cache of *n_ctx* tokens takes (f16 keys and values, every layer)."""
+        lib = self._lib
+        n_embd, n_head = lib.llama_model_n_embd(self.model), max(1, lib.llama_model_n_head(self.model))
+        kv_dim = n_embd // n_head * lib.llama_model_n_head_kv(self.model)
+        return 2 * 2 * lib.llama_model_n_layer(self.model) * kv_dim * n_ctx
+
+    def _check_memory(self, n_ctx: int) -> None:
+        """Refuse a context whose cache cannot fit, before llama.cpp tries (and swaps, or dies)."""
+        need = self.kv_bytes(n_ctx)
+        try:
+            free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return
+        if need > 0.8 * free:
+            self._lib.llama_model_free(self.model)
+            self.model = None
+            raise ModelError(
+                f"A context of {n_ctx:,} tokens needs about {need / 2**30:.1f} GiB for {self.model_path.name}'s "
+                f"cache; {free / 2**30:.1f} GiB of memory is free. Choose a smaller context size."
+            )
 
     def close(self) -> None:
         lib = self._lib

@@ -29,6 +29,9 @@ from .errors import ImportFormatError, StoreError
 from .store import Chunk, ChunkStore, validate_chunk
 
 FORMAT_NAME = "chunkwise-chunks"
+# What a PII value becomes in an export made without include_pii: never a
+# real value, and refused on import so a masked file cannot overwrite real data.
+MASKED_TEXT = "<PII masked: export again with --include-pii to move real values>"
 CSV_FIELDS = ["text", "kind", "label", "contexts"]
 
 
@@ -61,6 +64,9 @@ def _check_record(rec, where: str) -> dict:
         if key not in rec:
             raise ImportFormatError(f"{where}: missing field '{key}'.")
     label = rec.get("label")
+    if rec["text"] == MASKED_TEXT:
+        raise ImportFormatError(f"{where}: this PII value was masked when exported; export again with "
+                                "--include-pii (or 'Include PII values') to move real values.")
     try:
         contexts = validate_chunk(rec["text"], rec["kind"], label, rec["contexts"])
     except StoreError as exc:
@@ -188,8 +194,12 @@ def import_file(store: ChunkStore, path: str | os.PathLike) -> list[int]:
     return store.add_many(read_records(path))
 
 
-def render(chunks: Sequence[Chunk], fmt: str) -> str:
+def render(chunks: Sequence[Chunk], fmt: str, include_pii: bool = True) -> str:
     records = [c.as_record() for c in chunks]
+    if not include_pii:
+        for r in records:
+            if r["kind"] == "pii":
+                r["text"] = MASKED_TEXT
     if fmt == "json":
         return json.dumps({"format": FORMAT_NAME, "version": 1, "chunks": records},
                           ensure_ascii=False, indent=2) + "\n"
@@ -204,14 +214,19 @@ def render(chunks: Sequence[Chunk], fmt: str) -> str:
     raise ImportFormatError(f"Unknown export format {fmt!r}; use json or csv.")
 
 
-def export_file(store: ChunkStore, path: str | os.PathLike, kind: str | None = None) -> int:
-    """Write the library to *path* (format by extension), atomically; return the count."""
+def export_file(store: ChunkStore, path: str | os.PathLike, kind: str | None = None,
+                include_pii: bool = False) -> int:
+    """Write the library to *path* (format by extension), atomically, owner-only; return the count.
+
+    PII values are masked unless *include_pii*: an export is a copy of the
+    user's private data outside the store.
+    """
     path = Path(path)
     fmt = path.suffix.lower().lstrip(".")
     if fmt not in ("json", "csv"):
         raise ImportFormatError(f"{path.name}: unknown format; use a .json or .csv file.")
     chunks = store.list_chunks(kind=kind)
-    data = render(chunks, fmt)
+    data = render(chunks, fmt, include_pii)
     folder = path.parent if str(path.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=".export-", dir=folder)

@@ -33,6 +33,7 @@ class Settings:
     chunks_enabled: bool = True
     show_chunk_marks: bool = True
     anchor_reduction: bool = False  # drop earlier sentences from the KV cache (long documents; costs quality)
+    knn_enabled: bool = False       # mix in the kNN-LM of the user's mined writing (after Tools → Learn)
     recent_files: list[str] = field(default_factory=list)
 
     LIMITS = {
@@ -48,7 +49,7 @@ class Settings:
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not lo <= value <= hi:
                 notes.append(f"{name} = {value!r} is out of range; using {getattr(default, name)!r}.")
                 setattr(clean, name, getattr(default, name))
-        for name in ("chunks_enabled", "show_chunk_marks", "anchor_reduction"):
+        for name in ("chunks_enabled", "show_chunk_marks", "anchor_reduction", "knn_enabled"):
             if not isinstance(getattr(clean, name), bool):
                 notes.append(f"{name} must be true or false; using {getattr(default, name)!r}.")
                 setattr(clean, name, getattr(default, name))

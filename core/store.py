@@ -208,16 +208,19 @@ class ChunkStore:
         try:
             if self.path != ":memory:":
                 folder = Path(self.path).expanduser().parent
-                folder.mkdir(parents=True, exist_ok=True)
+                try:
+                    folder.mkdir(parents=True, mode=0o700)   # the user's own: nobody else lists it
+                except FileExistsError:
+                    pass
                 if not os.access(folder, os.W_OK):
                     raise StoreError(f"Cannot write to the store's folder {folder}.")
-                created = not Path(self.path).exists()
+                try:   # born owner-only: no moment where others could read it
+                    os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                except FileExistsError:
+                    pass
+                except OSError as exc:
+                    raise StoreError(f"Cannot create the chunk store {self.path}: {exc.strerror}.") from None
                 conn = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False)
-                if created:
-                    try:
-                        os.chmod(self.path, 0o600)
-                    except OSError:
-                        pass
             else:
                 conn = sqlite3.connect(":memory:", check_same_thread=False)
             self.db = sqlite_utils.Database(conn)
@@ -584,6 +587,9 @@ class ChunkStore:
             probs = np.stack([np.frombuffer(r[3], dtype=np.float16) for r in rows]).astype(np.float32)
             return keys, values, ids, probs, teachers.pop()
         return keys, values, None, None, None
+
+    def knn_count(self, model_id: int) -> int:
+        return self.db.conn.execute("SELECT count(*) FROM knn_entries WHERE model_id=?", (model_id,)).fetchone()[0]
 
     def clear_knn(self, model_id: int) -> int:
         with self._guard():

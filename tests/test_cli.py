@@ -62,7 +62,10 @@ def test_import_export_round_trip(shared_db, tmp_path):
     assert run("chunks", "import", str(PAPER_PROFILE), db=db).returncode == 0
     for ext in ("json", "csv"):
         path = tmp_path / f"out.{ext}"
-        assert run("chunks", "export", str(path), db=db).returncode == 0
+        masked = run("chunks", "export", str(path), db=db)
+        assert masked.returncode == 0 and "masked" in masked.stdout
+        assert run("chunks", "import", str(path), db=tmp_path / f"m-{ext}.db").returncode == 1
+        assert run("chunks", "export", str(path), "--include-pii", db=db).returncode == 0
         db2 = tmp_path / f"again-{ext}.db"
         assert run("chunks", "import", str(path), db=db2).returncode == 0
         a = json.loads(run("chunks", "list", "--json", db=db).stdout)

@@ -177,7 +177,10 @@ def test_library_round_trip(qtbot, make_window, tmp_path):
                                         "contexts": ["Call me at"]})
     assert dialog.table.item(0, 1).text() == "mobile"
     out = tmp_path / "lib.json"
-    assert dialog.export_dialog(str(out)) == 1
+    assert dialog.export_dialog(str(out), include_pii=True) == 1
+    masked = tmp_path / "masked.json"
+    assert dialog.export_dialog(str(masked), include_pii=False) == 1
+    assert "987-0000" not in masked.read_text(encoding="utf-8")
     dialog.table.selectRow(0)
     assert dialog.delete_selected(confirm=False) == 1 and dialog.table.rowCount() == 0
     assert dialog.import_dialog(str(out)) == 1
@@ -271,3 +274,50 @@ def test_drafts_are_autosaved_restored_and_closing_asks(qtbot, tmp_path, monkeyp
     assert again.close() and drafts.load() is None
     w.confirm_close = False
     w.shutdown()
+
+
+def test_learning_from_writing_and_tuning_from_settings(qtbot, make_window, tmp_path):
+    """Tools → Learn from my writing mines files in the worker; Settings tunes the threshold."""
+    from app.settings_dialog import SettingsDialog
+    from tests.test_distill import EMAILS
+
+    w = make_window()
+    files = []
+    for i, text in enumerate(EMAILS):
+        path = tmp_path / f"sent{i}.txt"
+        path.write_text(text, encoding="utf-8")
+        files.append(str(path))
+    with qtbot.waitSignal(w.worker.learned, timeout=WAIT) as learned:
+        w.learn_from_writing(files)
+    assert learned.args[0]["new_chunks"] > 0 and learned.args[0]["knn_entries"] > 0
+    qtbot.waitUntil(lambda: "Learned from 3 document(s)" in w.statusBar().currentMessage(), timeout=5000)
+    with ChunkStore(w.settings.db_path) as store:
+        assert store.list_chunks(kind="teacher")
+
+    dialog = SettingsDialog(w, w.settings)
+    qtbot.addWidget(dialog)
+    with qtbot.waitSignal(w.worker.tuned, timeout=WAIT) as tuned:
+        dialog._tune(files[0])
+    assert dialog.slider.value() == round(tuned.args[0]["threshold"] * 100)
+    assert "Best threshold" in dialog.tune_label.text()
+    dialog.knn.setChecked(True)
+    dialog.accept()
+    assert load_settings(tmp_path / "settings.json")[0].knn_enabled
+    editor = type_and_wait(qtbot, w, "Thank you for your email. I hope this")   # kNN-LM suggestions stream
+    assert editor.pieces
+
+
+def test_learning_from_a_bad_file_changes_nothing(qtbot, make_window, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: warnings.append(a[2]))
+    w = make_window()
+    bad = tmp_path / "blob.txt"
+    bad.write_bytes(b"\x00\x01binary")
+    with qtbot.waitSignal(w.worker.learn_failed, timeout=WAIT):
+        w.learn_from_writing([str(bad)])
+    qtbot.waitUntil(lambda: bool(warnings), timeout=5000)
+    assert "binary" in warnings[0] and "Traceback" not in warnings[0]
+    with ChunkStore(w.settings.db_path) as store:
+        assert store.count() == (0, 0)

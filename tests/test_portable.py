@@ -4,6 +4,7 @@ import pytest
 
 from core.errors import ImportFormatError
 from core.portable import export_file, import_file, read_records
+from core.store import ChunkStore
 
 TRICKY = [
     {"text": "Line one\r\nline two\nthree", "kind": "snippet", "label": "crlf", "contexts": ["Sign-off:\n"]},
@@ -18,7 +19,7 @@ def test_round_trip_is_exact(store, tmp_path, ext):
     for rec in TRICKY:
         store.add_chunk(rec["text"], rec["kind"], rec["contexts"], label=rec["label"])
     path = tmp_path / f"lib.{ext}"
-    assert export_file(store, path) == len(TRICKY)
+    assert export_file(store, path, include_pii=True) == len(TRICKY)
     from core.store import ChunkStore
 
     other = ChunkStore(":memory:")
@@ -26,8 +27,27 @@ def test_round_trip_is_exact(store, tmp_path, ext):
     assert [c.as_record() for c in other.list_chunks()] == TRICKY
     # and once more: export of the import is byte-identical
     path2 = tmp_path / f"again.{ext}"
-    export_file(other, path2)
+    export_file(other, path2, include_pii=True)
     assert path.read_bytes() == path2.read_bytes()
+
+
+def test_export_masks_pii_unless_asked_and_a_masked_file_does_not_import(store, tmp_path):
+    from core.errors import ImportFormatError
+    from core.portable import MASKED_TEXT
+
+    store.add_chunk("(555) 123-4567", "pii", ["Call me at"], label="phone")
+    store.add_chunk("Kind regards,", "snippet", ["Thanks again."])
+    path = tmp_path / "lib.json"
+    export_file(store, path)
+    text = path.read_text(encoding="utf-8")
+    assert "123-4567" not in text and MASKED_TEXT in text and "Kind regards," in text
+    assert (path.stat().st_mode & 0o777) == 0o600
+    other = ChunkStore(":memory:")
+    with pytest.raises(ImportFormatError, match="masked"):
+        import_file(other, path)
+    assert other.count() == (0, 0)
+    export_file(store, path, include_pii=True)
+    assert "123-4567" in path.read_text(encoding="utf-8")
 
 
 def test_imports_the_papers_profile_format(store):

@@ -80,7 +80,10 @@ def test_file_store_is_private_wal_and_versioned(tmp_path):
         s.add_chunk("v", "phrase", ["c"])
         assert s.schema_version == SCHEMA_VERSION
         assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        for side in ("-wal", "-shm"):
+            assert (path.with_name(path.name + side).stat().st_mode & 0o777) == 0o600
     assert (path.stat().st_mode & 0o777) == 0o600
+    assert (path.parent.stat().st_mode & 0o777) == 0o700          # a folder of the user's own
     with ChunkStore(path) as s:
         assert s.count() == (1, 1)
 

@@ -1,0 +1,133 @@
+"""SIGKILL in the middle of an import, a mining run and an index save: after a restart the
+store holds all or none of the interrupted change, and matching works.
+
+Each child process prints KILL-ME at a point inside the change (mid-transaction, or
+between writing the index and renaming it into place) and then waits; the test kills
+it there with SIGKILL, so the timing is exact, not a guess.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from core.store import ChunkStore
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(os.name != "posix", reason="SIGKILL")]
+
+
+def run_until_marker(code: str, tmp_path: Path, timeout: float = 120.0) -> None:
+    """Run *code* in a child, kill -9 it when it prints KILL-ME."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        for line in proc.stdout:
+            if line.strip() == "KILL-ME":
+                os.kill(proc.pid, signal.SIGKILL)
+                break
+        else:
+            raise AssertionError(f"child ended without reaching the kill point: {proc.stderr.read()[-2000:]}")
+        proc.wait(timeout=timeout)
+        assert proc.returncode == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_kill_during_import_keeps_all_or_nothing(tmp_path):
+    db = tmp_path / "chunks.db"
+    with ChunkStore(db) as store:
+        store.add_chunk("(555) 123-4567", "pii", ["Call me at"], label="phone")
+    records = [{"text": f"snippet {i}", "kind": "snippet", "contexts": [f"context {i}"]} for i in range(5000)]
+    (tmp_path / "big.json").write_text(json.dumps(records), encoding="utf-8")
+    run_until_marker(f"""
+        import time
+        from core import store as s
+        original, calls = s.ChunkStore._insert, [0]
+        def slow_insert(self, *a):
+            calls[0] += 1
+            if calls[0] == 2500:                      # half-way through the one transaction
+                print("KILL-ME", flush=True)
+                time.sleep(60)
+            return original(self, *a)
+        s.ChunkStore._insert = slow_insert
+        from core.cli import main
+        main(["chunks", "import", "big.json", "--db", {str(db)!r}])
+    """, tmp_path)
+    with ChunkStore(db) as store:
+        assert store.count() == (1, 1)                 # none of the import; the old chunk intact
+        assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    from core.portable import import_file
+
+    with ChunkStore(db) as store:                      # and the same import now goes through whole
+        assert len(import_file(store, tmp_path / "big.json")) == 5000
+        assert store.count() == (5001, 5001)
+
+
+def test_kill_during_mining_keeps_all_or_nothing(tmp_path):
+    db = tmp_path / "chunks.db"
+    corpus = tmp_path / "sent"
+    corpus.mkdir()
+    from tests.test_distill import EMAILS
+
+    for i, text in enumerate(EMAILS):
+        (corpus / f"{i}.txt").write_text(text, encoding="utf-8")
+    run_until_marker(f"""
+        import time
+        from core import store as s
+        original = s.ChunkStore._insert_knn
+        def slow(self, *a):                             # chunks written, kNN rows next: same transaction
+            print("KILL-ME", flush=True)
+            time.sleep(60)
+            return original(self, *a)
+        s.ChunkStore._insert_knn = slow
+        from core.cli import main
+        main(["mine", "--corpus", "sent", "--gamma", "0.5", "--knn", "--db", {str(db)!r}])
+    """, tmp_path)
+    with ChunkStore(db) as store:
+        assert store.count() == (0, 0)
+        assert store.db.execute("SELECT count(*) FROM knn_entries").fetchone()[0] == 0
+        assert store.db.execute("SELECT count(*) FROM encodings").fetchone()[0] == 0
+    from core.cli import main
+
+    assert main(["mine", "--corpus", str(corpus), "--gamma", "0.5", "--knn", "--db", str(db)]) == 0
+    with ChunkStore(db) as store:
+        assert store.count()[0] > 0 and store.db.execute("SELECT count(*) FROM knn_entries").fetchone()[0] > 0
+
+
+def test_kill_during_index_save_is_repaired_on_start(tmp_path, make_engine):
+    from tests.conftest import paper_profile
+
+    db = tmp_path / "chunks.db"
+    with ChunkStore(db) as store:
+        for field, entry in paper_profile().items():
+            store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
+    run_until_marker(f"""
+        import os, time
+        from core import index as ix
+        original = os.replace
+        def replace_then_die(src, dst):
+            if str(dst).endswith(".hnsw") and not str(src).endswith(".json"):
+                print("KILL-ME", flush=True)            # the new index is written, not yet in place
+                time.sleep(60)
+            return original(src, dst)
+        ix.os.replace = replace_then_die
+        from core import Engine
+        Engine(store={str(db)!r}, n_threads=2).refresh()
+    """, tmp_path)
+    engine = make_engine(store=ChunkStore(db))
+    engine.refresh()
+    assert engine.index_status in ("rebuilt", "repaired")
+    expected = sum(min(4, len(e["contexts"])) for e in paper_profile().values())
+    assert len(engine.matcher) == expected
+    from core import GenerationRequest
+
+    out = engine.generate(GenerationRequest("Hi Tom,\n\nPlease give me a call at", max_tokens=12))
+    assert out.spans and out.spans[0].kind == "pii"
