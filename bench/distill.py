@@ -15,7 +15,7 @@ CD-LM over a threshold grid, kNN-LM (hard labels) and PP-KD (the teacher's store
 probabilities).  The only GGUF on this machine is the default model, so the teacher GGUF
 is a second instance of that file (docs/benchmarks.md says what that does not show).
 
-    python bench/distill.py [--samples 3] [--max-tokens 128] [--repeats 2] [--gamma 0.9]
+    python bench/distill.py [--samples 2] [--max-tokens 128] [--repeats 1] [--gamma 0.9] [--skip-self]
 """
 from __future__ import annotations
 
@@ -153,9 +153,9 @@ def teacher_and_knn(args) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--samples", type=int, default=3)
+    ap.add_argument("--samples", type=int, default=2)
     ap.add_argument("--max-tokens", type=int, default=128)
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--gamma", type=float, default=0.9)
     ap.add_argument("--teacher-gamma", type=float, default=0.5)
     ap.add_argument("--skip-self", action="store_true", help="only part 2")
@@ -195,16 +195,30 @@ def main() -> None:
     for name in ("self", "teacher GGUF", "corpus teacher"):
         print(f"  {name}: most frequent chunks {kd[name]['examples']}")
 
-    if not rows:
-        return
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    names = ["base model"] + [f"CD-LM\n{n}" for n in ("self store", "teacher GGUF", "corpus teacher")] + [
+        "kNN-LM", "PP-KD\nkNN-LM", "kNN-LM +\nCD-LM"]
+    values = [base] + [kd[n]["best"] for n in ("self", "teacher GGUF", "corpus teacher")] + [
+        tg["knn_mu1.0"].knn, tg["knn_mu0.4"].knn, tg["knn_mu1.0"].cdlm_knn]
+    fig2, ax = plt.subplots(figsize=(9, 3.4))
+    ax.bar(range(len(values)), values, color=["grey"] + ["tab:blue"] * 3 + ["tab:orange"] * 3)
+    ax.set_xticks(range(len(values)), names, fontsize=8)
+    ax.set_ylabel("perplexity (lower is better)")
+    ax.set_title("Held-out emails of one person; stores from their other emails (best threshold each)")
+    for i, v in enumerate(values):
+        ax.text(i, v + 0.1, f"{v:.2f}", ha="center", fontsize=8)
+    print(f"plot: {save_plot(fig2, 'distill_ppl.png')}")
+    if not rows:
+        return
+
     sweep = [r for r in rows if r["threshold"] != "plain"]
     xs = [r["threshold"] for r in sweep]
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    fig.subplots_adjust(wspace=0.38)
     axes[0].plot(xs, [100 * r["fps"] for r in sweep], "o-", label="FPS")
     axes[0].plot(xs, [100 * r["tts"] for r in sweep], "s-", label="TTS")
     axes[0].axhline(0, color="grey", lw=0.8)
