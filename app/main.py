@@ -11,6 +11,36 @@ def _no_display() -> bool:
             and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"))
 
 
+def crash_report(exc_type, exc, tb) -> str:
+    """What an unexpected error reports: its type and where, never its message.
+
+    Messages can quote the user's text (a chunk, a line of the draft); the
+    frames say where to look without it.
+    """
+    import traceback
+
+    frames = "".join(traceback.format_tb(tb, limit=8))
+    return f"chunkwise: internal error: {exc_type.__name__}\n{frames}"
+
+
+def _install_excepthook(window_ref: list) -> None:
+    def hook(exc_type, exc, tb):
+        print(crash_report(exc_type, exc, tb), file=sys.stderr, flush=True)
+        window = window_ref[0] if window_ref else None
+        if window is not None:
+            try:
+                window.save_draft()
+                from PySide6.QtWidgets import QMessageBox
+
+                QMessageBox.warning(window, "Chunkwise",
+                                    f"Something went wrong inside Chunkwise ({exc_type.__name__}). "
+                                    "Your email is saved; you can keep writing.")
+            except Exception:   # noqa: BLE001 - a crash handler must not crash
+                pass
+
+    sys.excepthook = hook
+
+
 def run_app(argv: list[str] | None = None) -> int:
     if _no_display():
         print("chunkwise: error: no display found. Run the editor in a desktop session (or under Xvfb), "
@@ -24,7 +54,10 @@ def run_app(argv: list[str] | None = None) -> int:
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv)
     app.setApplicationName("Chunkwise")
     settings, notes = load_settings()
+    window_ref: list = []
+    _install_excepthook(window_ref)
     window = ComposeWindow(settings, settings_path())
+    window_ref.append(window)
     window.show()
     if notes:
         QMessageBox.information(window, "Chunkwise settings", "\n".join(notes))

@@ -192,8 +192,8 @@ def main() -> None:
         lines.append([f"{label} + CD-LM teacher store", f"{tg['threshold']:g}", f"{rep.cdlm_knn:.3f}",
                       change(rep.cdlm_knn)])
     print(table(["model", "threshold", "perplexity", "vs base"], lines))
-    for name in ("self", "teacher GGUF", "corpus teacher"):
-        print(f"  {name}: most frequent chunks {kd[name]['examples']}")
+    # Chunk texts are not printed: benchmark output never carries chunk text (docs/benchmarks.md
+    # quotes a few from this fictional corpus, written by hand).
 
     import matplotlib
 

@@ -206,8 +206,14 @@ def cmd_chunks(args) -> int:
     elif args.action == "list":
         chunks = store.list_chunks(kind=args.kind)
         if args.json:
-            print(json.dumps([{"id": c.id, **c.as_record(), "use_count": c.use_count, "created_at": c.created_at,
-                               "updated_at": c.updated_at} for c in chunks], ensure_ascii=False, indent=2))
+            rows = []
+            for c in chunks:
+                record = c.as_record()
+                if c.kind == "pii" and not args.reveal:
+                    record["text"] = _mask(c.text)
+                rows.append({"id": c.id, **record, "use_count": c.use_count, "created_at": c.created_at,
+                             "updated_at": c.updated_at})
+            print(json.dumps(rows, ensure_ascii=False, indent=2))
         else:
             if not chunks:
                 print("The chunk store is empty. Add one with: chunkwise chunks add --kind pii --text ... --context ...")

@@ -68,8 +68,8 @@ def test_import_export_round_trip(shared_db, tmp_path):
         assert run("chunks", "export", str(path), "--include-pii", db=db).returncode == 0
         db2 = tmp_path / f"again-{ext}.db"
         assert run("chunks", "import", str(path), db=db2).returncode == 0
-        a = json.loads(run("chunks", "list", "--json", db=db).stdout)
-        b = json.loads(run("chunks", "list", "--json", db=db2).stdout)
+        a = json.loads(run("chunks", "list", "--json", "--reveal", db=db).stdout)
+        b = json.loads(run("chunks", "list", "--json", "--reveal", db=db2).stdout)
         strip = lambda rows: [{k: r[k] for k in ("text", "kind", "label", "contexts")} for r in rows]
         assert strip(a) == strip(b)
 

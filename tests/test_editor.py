@@ -321,3 +321,34 @@ def test_learning_from_a_bad_file_changes_nothing(qtbot, make_window, tmp_path, 
     assert "binary" in warnings[0] and "Traceback" not in warnings[0]
     with ChunkStore(w.settings.db_path) as store:
         assert store.count() == (0, 0)
+
+
+def test_editing_the_library_while_a_suggestion_streams(qtbot, make_window):
+    """Deleting the very chunk being suggested, mid-generation: no crash, no torn ghost text,
+    and once the worker has refreshed, the deleted chunk is never suggested again."""
+    from app.library import LibraryDialog
+
+    w = make_window(with_pii=True, max_tokens=40)
+    body = w.body_edit
+    body.setFocus()
+    type_text(qtbot, body, "Hi Tom,\n\nThanks for the quick reply. If anything comes up, please give me a call at")
+    qtbot.waitUntil(lambda: w.current_id > 0 and bool(body.pieces), timeout=WAIT)
+    streaming = w.current_id
+    dialog = LibraryDialog(w, w.settings.db_path)
+    qtbot.addWidget(dialog)
+    phone = next(i for i, c in enumerate(dialog.chunks) if c.label == "phone")
+    dialog.table.selectRow(phone)
+    with qtbot.waitSignal(w.worker.store_ready, timeout=WAIT):
+        assert dialog.delete_selected(confirm=False) == 1
+        dialog.add_chunk(values={"text": "Kind regards, Tom", "kind": "snippet", "label": None,
+                                 "contexts": ["Thanks again."]})
+    # what is painted is whole: exactly the pieces of one request, in order
+    assert body.ghost_text == "".join(p.text for p in body.pieces)
+    assert w.current_id >= streaming
+    dialog.accept()
+    body.clear_ghost()
+    w.cancel_suggestion()
+    qtbot.keyClicks(body, " ")
+    qtbot.keyClick(body, Qt.Key_Backspace)
+    qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id and bool(body.pieces), timeout=WAIT)
+    assert not any(p.label == "phone" for p in body.pieces if p.from_chunk)
