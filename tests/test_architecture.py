@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -34,3 +36,23 @@ def test_front_door_is_small():
 
     assert {"Engine", "GenerationRequest", "ChunkStore", "ChunkwiseError"} <= set(core.__all__)
     assert len(core.__all__) <= 15
+
+
+def test_qt_signals_keep_reference_counts_straight():
+    """PySide6 6.12.0's Signal.emit dropped a reference to True on every call: after enough
+    keystrokes the interpreter aborted ("bool_dealloc") on exit. pyproject.toml excludes that
+    release; this catches any other release with the same fault."""
+    import sys
+
+    pytest.importorskip("PySide6")
+    from PySide6.QtCore import QObject, Signal
+
+    class Emitter(QObject):
+        fired = Signal(int)
+
+    emitter = Emitter()
+    emitter.fired.connect(lambda i: None)
+    before = sys.getrefcount(True)
+    for i in range(200):
+        emitter.fired.emit(i)
+    assert sys.getrefcount(True) >= before - 5
