@@ -217,6 +217,7 @@ def cmd_chunks(args) -> int:
         else:
             if not chunks:
                 print("The chunk store is empty. Add one with: chunkwise chunks add --kind pii --text ... --context ...")
+            print(f"Personal information in this store: {store.encryption}.", file=sys.stderr)
             for c in chunks:
                 text = c.text if (args.reveal or c.kind != "pii") else _mask(c.text)
                 shown = text.replace("\n", "⏎")
@@ -239,7 +240,22 @@ def cmd_chunks(args) -> int:
     return 0
 
 
+def _ask_passphrase(new: bool) -> str | None:
+    """On a terminal, ask for the store's passphrase (twice for a new store)."""
+    if not sys.stdin.isatty():
+        return None
+    import getpass
+
+    first = getpass.getpass("Passphrase for your chunk store's personal information: ")
+    if new and getpass.getpass("Once more, to be sure: ") != first:
+        raise ChunkwiseError("The two passphrases differ; nothing was changed.")
+    return first or None
+
+
 def main(argv: list[str] | None = None) -> int:
+    from . import crypto
+
+    crypto.set_prompt(_ask_passphrase)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:

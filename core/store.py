@@ -227,7 +227,11 @@ class ChunkStore:
             self.db.execute("PRAGMA foreign_keys = ON")
             if self.path != ":memory:":
                 self.db.execute("PRAGMA journal_mode = WAL")
+                self.db.execute("PRAGMA secure_delete = ON")   # deleted text is overwritten, not left in free pages
             self._migrate()
+            self.key = None if self.path == ":memory:" else self._open_key()
+            if self.key is not None:
+                self._encrypt_plain_pii()
         except sqlite3.DatabaseError as exc:
             raise StoreError(self._explain(exc)) from None
 
@@ -256,6 +260,76 @@ class ChunkStore:
             with self.db.conn:
                 MIGRATIONS[number - 1](self.db)
                 self.db["meta"].upsert({"key": "schema_version", "value": str(number)}, pk="key")
+
+    # -- encryption of PII values (core/crypto.py)
+
+    def _open_key(self):
+        from . import crypto
+
+        meta = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
+
+        def save(values: dict) -> None:
+            with self.db.conn:
+                for k, v in values.items():
+                    self.db.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (k, v))
+
+        return crypto.open_key(meta, save)
+
+    @property
+    def encryption(self) -> str:
+        """How PII values are protected at rest, in words."""
+        if self.key is None:
+            return "not encrypted (in-memory store)"
+        return ("encrypted (AES-256-GCM), key in the system keychain" if self.key.source == "keychain"
+                else "encrypted (AES-256-GCM), key from your passphrase")
+
+    def _seal(self, text: str, kind: str) -> str:
+        return self.key.encrypt_text(text) if (self.key is not None and kind == "pii") else text
+
+    def _open_text(self, text: str) -> str:
+        from .crypto import PREFIX
+
+        if text.startswith(PREFIX):
+            if self.key is None:
+                raise StoreError("This value is encrypted and the store has no key.")
+            return self.key.decrypt_text(text)
+        return text
+
+    def _hash(self, context: str, chunk: str, kind: str) -> str:
+        """source_hash, keyed for PII (a plain hash of a phone number can be brute-forced)."""
+        if self.key is not None and kind == "pii":
+            return self.key.fingerprint(f"{context}\x00{chunk}")
+        return source_hash(context, chunk)
+
+    def _seal_tokens(self, blob: bytes) -> bytes:
+        return self.key.encrypt_blob(blob) if self.key is not None else blob
+
+    def _open_tokens(self, blob: bytes) -> bytes:
+        return self.key.decrypt_blob(blob) if self.key is not None else blob
+
+    def _encrypt_plain_pii(self) -> None:
+        """Stores written before encryption (schema < 4) or imported as files: seal their PII now."""
+        from .crypto import PREFIX
+
+        rows = self.db.conn.execute(
+            "SELECT id, text FROM chunks WHERE kind='pii' AND substr(text, 1, ?) != ?", (len(PREFIX), PREFIX)
+        ).fetchall()
+        blobs = self.db.conn.execute(
+            "SELECT id, chunk_tokens FROM encodings WHERE substr(chunk_tokens, 1, 5) != ?", (b"enc1:",)
+        ).fetchall()
+        if not rows and not blobs:
+            return
+        with self._guard():
+            for chunk_id, text in rows:
+                self.db.conn.execute("UPDATE chunks SET text=? WHERE id=?", (self._seal(text, "pii"), chunk_id))
+                for enc_id, ctx in self.db.conn.execute(
+                        "SELECT e.id, x.text FROM encodings e JOIN contexts x ON x.id = e.context_id "
+                        "WHERE x.chunk_id=?", (chunk_id,)).fetchall():
+                    self.db.conn.execute("UPDATE encodings SET source_hash=? WHERE id=?",
+                                         (self._hash(ctx, text, "pii"), enc_id))
+            for enc_id, blob in blobs:
+                self.db.conn.execute("UPDATE encodings SET chunk_tokens=? WHERE id=?",
+                                     (self._seal_tokens(blob), enc_id))
 
     def close(self) -> None:
         self.db.conn.close()
@@ -304,7 +378,7 @@ class ChunkStore:
         now = _now()
         cur = self.db.conn.execute(
             "INSERT INTO chunks (text, kind, label, created_at, updated_at, use_count) VALUES (?,?,?,?,?,0)",
-            (text, kind, label, now, now),
+            (self._seal(text, kind), kind, label, now, now),
         )
         chunk_id = cur.lastrowid
         self.db.conn.executemany(
@@ -324,7 +398,7 @@ class ChunkStore:
         with self._guard():
             self.db.conn.execute(
                 "UPDATE chunks SET text=?, kind=?, label=?, updated_at=? WHERE id=?",
-                (new_text, new_kind, new_label, _now(), chunk_id),
+                (self._seal(new_text, new_kind), new_kind, new_label, _now(), chunk_id),
             )
             keep = {c.text: c.id for c in old.contexts}
             for ctx in old.contexts:
@@ -375,7 +449,7 @@ class ChunkStore:
             sql += " WHERE " + " AND ".join(where)
         try:
             rows = self.db.conn.execute(sql + " ORDER BY id", args).fetchall()
-            chunks = {r[0]: Chunk(r[0], r[1], r[2], r[3], [], r[4], r[5], r[6]) for r in rows}
+            chunks = {r[0]: Chunk(r[0], self._open_text(r[1]), r[2], r[3], [], r[4], r[5], r[6]) for r in rows}
             if chunks:
                 marks = ",".join("?" * len(chunks))
                 for cid, chunk_id, text in self.db.conn.execute(
@@ -418,7 +492,8 @@ class ChunkStore:
         with self._guard():
             conn = self.db.conn
             for c in chunks:
-                row = conn.execute("SELECT id FROM chunks WHERE text=? AND kind=?", (c.text, kind)).fetchone()
+                row = conn.execute("SELECT id FROM chunks WHERE text=? AND kind=?",
+                                   (self._seal(c.text, kind), kind)).fetchone()
                 if row:
                     chunk_id = row[0]
                 else:
@@ -437,9 +512,10 @@ class ChunkStore:
                     conn.execute(
                         """INSERT INTO encodings (context_id, model_id, entry_token, chunk_tokens, vector,
                                                   vector_local, source_hash) VALUES (?,?,?,?,?,?,?)""",
-                        (ctx_id, model_id, int(ctx.entry_token), np.asarray(c.tokens, dtype=np.int32).tobytes(),
+                        (ctx_id, model_id, int(ctx.entry_token),
+                         self._seal_tokens(np.asarray(c.tokens, dtype=np.int32).tobytes()),
                          np.asarray(ctx.vector, dtype=np.float16).tobytes(),
-                         np.asarray(ctx.vector_local, dtype=np.float16).tobytes(), source_hash(ctx.text, c.text)))
+                         np.asarray(ctx.vector_local, dtype=np.float16).tobytes(), self._hash(ctx.text, c.text, kind)))
                     new_contexts += 1
             if knn_rows:
                 seen = {r[0] for r in conn.execute(
@@ -464,15 +540,16 @@ class ChunkStore:
     def pending_encodings(self, model_id: int) -> list[PendingEncoding]:
         """Pairs whose encoding for this model is missing or computed from older text."""
         rows = self.db.conn.execute(
-            """SELECT x.id, c.id, x.text, c.text, e.source_hash
+            """SELECT x.id, c.id, x.text, c.text, e.source_hash, c.kind
                FROM contexts x JOIN chunks c ON c.id = x.chunk_id
                LEFT JOIN encodings e ON e.context_id = x.id AND e.model_id = ?
                ORDER BY x.id""",
             (model_id,),
         ).fetchall()
         pending = []
-        for ctx_id, chunk_id, ctx, chunk, old_hash in rows:
-            h = source_hash(ctx, chunk)
+        for ctx_id, chunk_id, ctx, chunk, old_hash, kind in rows:
+            chunk = self._open_text(chunk)
+            h = self._hash(ctx, chunk, kind)
             if old_hash != h:
                 pending.append(PendingEncoding(ctx_id, chunk_id, ctx, chunk, h))
         return pending
@@ -490,7 +567,7 @@ class ChunkStore:
                      source_hash=excluded.source_hash""",
                 [
                     (e.context_id, model_id, int(e.entry_token),
-                     np.asarray(e.chunk_tokens, dtype=np.int32).tobytes(),
+                     self._seal_tokens(np.asarray(e.chunk_tokens, dtype=np.int32).tobytes()),
                      np.asarray(e.vector, dtype=np.float16).tobytes(),
                      np.asarray(e.vector_local, dtype=np.float16).tobytes(), e.source_hash)
                     for e in encodings
@@ -500,14 +577,16 @@ class ChunkStore:
     def valid_encodings(self, model_id: int) -> list[StoredEncoding]:
         """Encodings of this model that match the current chunk and context text."""
         rows = self.db.conn.execute(
-            """SELECT e.id, e.context_id, c.id, e.entry_token, e.chunk_tokens, e.source_hash, x.text, c.text
+            """SELECT e.id, e.context_id, c.id, e.entry_token, e.chunk_tokens, e.source_hash, x.text, c.text,
+                      c.kind
                FROM encodings e JOIN contexts x ON x.id = e.context_id JOIN chunks c ON c.id = x.chunk_id
                WHERE e.model_id = ? ORDER BY e.id""",
             (model_id,),
-        )
+        ).fetchall()
         out = []
-        for label, ctx_id, chunk_id, entry, toks, h, ctx, chunk in rows:
-            if h == source_hash(ctx, chunk):
+        for label, ctx_id, chunk_id, entry, toks, h, ctx, chunk, kind in rows:
+            if h == self._hash(ctx, self._open_text(chunk), kind):
+                toks = self._open_tokens(toks)
                 out.append(StoredEncoding(label, ctx_id, chunk_id, entry,
                                           tuple(np.frombuffer(toks, dtype=np.int32).tolist()), h))
         return out

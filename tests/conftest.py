@@ -25,6 +25,9 @@ def _private_paths(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.delenv("CHUNKWISE_MODEL", raising=False)
+    # No keychain on a test machine: file stores take their key from this passphrase
+    # (tests/test_crypto.py covers the keychain path with an in-memory keyring).
+    monkeypatch.setenv("CHUNKWISE_PASSPHRASE", "correct horse battery staple")
 
 
 @pytest.fixture(scope="session")

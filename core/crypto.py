@@ -1,0 +1,183 @@
+"""PII values at rest: AES-256-GCM with a key kept in the OS keychain, or derived from a passphrase.
+
+A file store gets a random 256-bit key the first time it is opened.  The key
+lives in the operating system's keychain (the ``keyring`` package: macOS
+Keychain, Windows Credential Locker, Secret Service on Linux desktops).
+Where no keychain exists, the key is derived from a passphrase with scrypt:
+``CHUNKWISE_PASSPHRASE``, or asked for (the command line prompts on a
+terminal; the editor asks in a dialog).  The store records which of the two
+it uses and a check value, so a wrong passphrase is told apart from damaged
+data.  Decrypted values exist only in memory.
+
+>>> key = StoreKey(bytes(32), "test")
+>>> token = key.encrypt_text("(555) 123-4567")
+>>> token.startswith(PREFIX) and "555" not in token
+True
+>>> key.decrypt_text(token)
+'(555) 123-4567'
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import secrets
+import threading
+from typing import Callable
+
+from .errors import StoreError
+
+PREFIX = "enc1:"
+BLOB_PREFIX = b"enc1:"
+SERVICE = "Chunkwise"
+CHECK_PLAINTEXT = "chunkwise-key-check"
+SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+
+_lock = threading.Lock()
+_passphrase: str | None = None                     # given once per process (dialog or prompt)
+_derived: dict[tuple[str, bytes], bytes] = {}
+PassphrasePrompt = Callable[[bool], "str | None"]   # (new store?) -> passphrase or None
+_prompt: PassphrasePrompt | None = None
+
+
+def set_passphrase(passphrase: str | None) -> None:
+    """The passphrase for stores without a keychain (the editor's dialog sets it)."""
+    global _passphrase
+    _passphrase = passphrase
+
+
+def set_prompt(prompt: PassphrasePrompt | None) -> None:
+    """How to ask for a passphrase when one is needed and none is set (the CLI's getpass)."""
+    global _prompt
+    _prompt = prompt
+
+
+class StoreKey:
+    """One store's key: encrypts text and blobs, and fingerprints PII without revealing it."""
+
+    def __init__(self, key: bytes, source: str):
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        self._aead = AESGCM(key)
+        self._mac_key = hashlib.sha256(b"chunkwise-mac\x00" + key).digest()
+        self.source = source                         # "keychain" or "passphrase"
+
+    def encrypt_blob(self, data: bytes) -> bytes:
+        nonce = secrets.token_bytes(12)
+        return BLOB_PREFIX + nonce + self._aead.encrypt(nonce, data, None)
+
+    def decrypt_blob(self, data: bytes) -> bytes:
+        if not data.startswith(BLOB_PREFIX):
+            return data
+        from cryptography.exceptions import InvalidTag
+
+        raw = data[len(BLOB_PREFIX):]
+        try:
+            return self._aead.decrypt(raw[:12], raw[12:], None)
+        except InvalidTag:
+            raise StoreError("An encrypted value in the chunk store does not decrypt with this key "
+                             "(wrong passphrase, or the data was damaged).") from None
+
+    def encrypt_text(self, text: str) -> str:
+        return PREFIX + base64.b64encode(self.encrypt_blob(text.encode("utf-8"))[len(BLOB_PREFIX):]).decode()
+
+    def decrypt_text(self, text: str) -> str:
+        if not text.startswith(PREFIX):
+            return text
+        return self.decrypt_blob(BLOB_PREFIX + base64.b64decode(text[len(PREFIX):])).decode("utf-8")
+
+    def fingerprint(self, data: str) -> str:
+        """Keyed hash (HMAC-SHA256): a plain hash of a phone number could be brute-forced."""
+        return hmac.new(self._mac_key, data.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def derive(passphrase: str, salt: bytes) -> bytes:
+    with _lock:
+        cached = _derived.get((passphrase, salt))
+        if cached is None:
+            cached = hashlib.scrypt(passphrase.encode("utf-8"), salt=salt, dklen=32, maxmem=64 * 2**20, **SCRYPT)
+            _derived[(passphrase, salt)] = cached
+        return cached
+
+
+def _keychain_key(store_id: str, create: bool) -> bytes | None:
+    """The store's key from the keychain (made and saved there when *create*); None without a keychain."""
+    try:
+        import keyring
+        from keyring.errors import KeyringError
+    except ImportError:
+        return None
+    try:
+        saved = keyring.get_password(SERVICE, f"store-key:{store_id}")
+        if saved:
+            return base64.b64decode(saved)
+        if not create:
+            return None
+        key = secrets.token_bytes(32)
+        keyring.set_password(SERVICE, f"store-key:{store_id}", base64.b64encode(key).decode())
+        return key
+    except (KeyringError, RuntimeError, OSError, ValueError):
+        return None
+
+
+def keychain_available() -> bool:
+    try:
+        import keyring
+        from keyring.backends import fail
+
+        return not isinstance(keyring.get_keyring(), fail.Keyring)
+    except Exception:  # noqa: BLE001 - any keyring trouble means "no keychain"
+        return False
+
+
+def _passphrase_for(new: bool) -> str | None:
+    if os.environ.get("CHUNKWISE_PASSPHRASE"):
+        return os.environ["CHUNKWISE_PASSPHRASE"]
+    if _passphrase:
+        return _passphrase
+    if _prompt is not None:
+        return _prompt(new)
+    return None
+
+
+def open_key(meta: dict, save_meta: Callable[[dict], None]) -> StoreKey:
+    """The key of a store, given its meta rows (store_id, key_source, key_salt, key_check).
+
+    A new store (no key_source yet) takes a passphrase when one is given
+    (environment or dialog), otherwise the keychain; *save_meta* records the
+    choice.  Raises StoreError with what to do when no key can be had.
+    """
+    source = meta.get("key_source")
+    store_id = meta.get("store_id") or secrets.token_hex(16)
+    salt = base64.b64decode(meta["key_salt"]) if meta.get("key_salt") else secrets.token_bytes(16)
+    new = source is None
+    if new:
+        passphrase = os.environ.get("CHUNKWISE_PASSPHRASE") or _passphrase
+        source = "passphrase" if passphrase or not keychain_available() else "keychain"
+    if source == "keychain":
+        raw = _keychain_key(store_id, create=new)
+        if raw is None:
+            raise StoreError("The key of this chunk store is kept in the system keychain, which is not available "
+                             "now. Open Chunkwise in your desktop session, where the keychain is unlocked.")
+    else:
+        passphrase = _passphrase_for(new)
+        if not passphrase:
+            raise StoreError("Your personal information in the chunk store is encrypted with a passphrase and no "
+                             "system keychain is available: set CHUNKWISE_PASSPHRASE or run Chunkwise "
+                             "interactively to be asked for it.")
+        raw = derive(passphrase, salt)
+    key = StoreKey(raw, source)
+    if new:
+        save_meta({"store_id": store_id, "key_source": source, "key_salt": base64.b64encode(salt).decode(),
+                   "key_check": key.encrypt_text(CHECK_PLAINTEXT)})
+    else:
+        try:
+            ok = key.decrypt_text(meta.get("key_check", "")) == CHECK_PLAINTEXT
+        except StoreError:
+            ok = False
+        if not ok:
+            raise StoreError("Wrong passphrase for this chunk store: your personal information in it cannot be "
+                             "decrypted." if source == "passphrase" else
+                             "The keychain's key does not match this chunk store.")
+    return key

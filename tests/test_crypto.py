@@ -1,0 +1,134 @@
+"""PII values at rest: encrypted with a keychain key or a passphrase, readable only in memory."""
+import sqlite3
+
+import pytest
+
+from core import crypto
+from core.errors import StoreError
+from core.store import ChunkStore, source_hash
+
+PHONE = "(555) 867-5309"
+
+
+def raw_bytes(path):
+    data = path.read_bytes()
+    for side in ("-wal", "-shm"):
+        extra = path.with_name(path.name + side)
+        if extra.exists():
+            data += extra.read_bytes()
+    return data
+
+
+def test_pii_is_encrypted_on_disk_and_plain_in_memory(tmp_path):
+    path = tmp_path / "chunks.db"
+    with ChunkStore(path) as store:
+        store.add_chunk(PHONE, "pii", ["Call me at"], label="phone")
+        store.add_chunk("Kind regards,", "snippet", ["Thanks again."])
+        assert "passphrase" in store.encryption
+        assert {c.text for c in store.list_chunks()} == {PHONE, "Kind regards,"}
+    assert PHONE.encode() not in raw_bytes(path)
+    assert b"Kind regards," in raw_bytes(path)                # only PII values are sealed
+    with ChunkStore(path) as store:
+        assert store.get_chunk(1).text == PHONE
+
+
+def test_derived_data_does_not_reveal_pii(make_engine, tmp_path):
+    path = tmp_path / "chunks.db"
+    engine = make_engine(store=ChunkStore(path))
+    engine.store.add_chunk(PHONE, "pii", ["Call me at"], label="phone")
+    engine.refresh()
+    toks, h = engine.store.db.execute("SELECT chunk_tokens, source_hash FROM encodings").fetchone()
+    assert toks.startswith(b"enc1:")                           # token ids would spell the number
+    assert h != source_hash("Call me at", PHONE)               # a plain hash could be brute-forced
+    assert engine.matcher._tokens                             # matching has them, in memory
+    engine.store.close()
+    assert PHONE.encode() not in raw_bytes(path)
+
+
+def test_wrong_or_missing_passphrase(tmp_path, monkeypatch):
+    path = tmp_path / "chunks.db"
+    with ChunkStore(path) as store:
+        store.add_chunk(PHONE, "pii", ["Call me at"], label="phone")
+    monkeypatch.setenv("CHUNKWISE_PASSPHRASE", "not the passphrase")
+    with pytest.raises(StoreError, match="Wrong passphrase"):
+        ChunkStore(path)
+    monkeypatch.delenv("CHUNKWISE_PASSPHRASE")
+    with pytest.raises(StoreError, match="CHUNKWISE_PASSPHRASE"):
+        ChunkStore(path)
+    crypto.set_passphrase("correct horse battery staple")      # what the editor's dialog does
+    try:
+        with ChunkStore(path) as store:
+            assert store.get_chunk(1).text == PHONE
+    finally:
+        crypto.set_passphrase(None)
+
+
+class MemoryKeyring:
+    """A stand-in for the OS keychain (no keychain exists on a test machine)."""
+
+    def __init__(self):
+        import keyring.backend
+
+        store = self.store = {}
+
+        class Backend(keyring.backend.KeyringBackend):
+            priority = 1
+
+            def get_password(self, service, username):
+                return store.get((service, username))
+
+            def set_password(self, service, username, password):
+                store[(service, username)] = password
+
+            def delete_password(self, service, username):
+                store.pop((service, username), None)
+
+        self.backend = Backend()
+
+
+@pytest.fixture
+def keychain(monkeypatch):
+    import keyring
+
+    monkeypatch.delenv("CHUNKWISE_PASSPHRASE")
+    fake = MemoryKeyring()
+    previous = keyring.get_keyring()
+    keyring.set_keyring(fake.backend)
+    yield fake
+    keyring.set_keyring(previous)
+
+
+def test_keychain_holds_the_key_when_there_is_one(tmp_path, keychain):
+    path = tmp_path / "chunks.db"
+    with ChunkStore(path) as store:
+        store.add_chunk(PHONE, "pii", ["Call me at"], label="phone")
+        assert "keychain" in store.encryption
+    assert len(keychain.store) == 1 and PHONE.encode() not in raw_bytes(path)
+    with ChunkStore(path) as store:
+        assert store.get_chunk(1).text == PHONE
+    keychain.store.clear()                                     # the keychain entry is gone
+    with pytest.raises(StoreError, match="keychain"):
+        ChunkStore(path)
+
+
+def test_plain_pii_of_an_older_store_is_sealed_on_open(tmp_path):
+    path = tmp_path / "chunks.db"
+    with ChunkStore(path) as store:
+        store.add_chunk("placeholder", "snippet", ["x"])
+    conn = sqlite3.connect(path)                               # as a schema-3 store had it: plain text
+    conn.execute("INSERT INTO chunks (text, kind, label, use_count) VALUES (?, 'pii', 'phone', 0)", (PHONE,))
+    conn.commit()
+    conn.close()
+    with ChunkStore(path) as store:
+        assert PHONE in {c.text for c in store.list_chunks()}
+        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert PHONE.encode() not in raw_bytes(path)
+
+
+def test_deleted_pii_leaves_no_trace_in_the_file(tmp_path):
+    path = tmp_path / "chunks.db"
+    with ChunkStore(path) as store:
+        cid = store.add_chunk("Kind regards, Dana Whitfield", "snippet", ["Thanks again."])
+        store.remove_chunk(cid)
+        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert b"Dana Whitfield" not in raw_bytes(path)            # secure_delete zeroes freed pages
