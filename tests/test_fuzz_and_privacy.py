@@ -101,3 +101,34 @@ def test_no_network_during_a_session(make_engine, monkeypatch):
     engine.refresh()
     done = engine.generate(GenerationRequest("Any questions? Please give me a call at", max_tokens=8))
     assert done.text and attempts == []
+
+
+WORDS = st.sampled_from(["chunks", "add", "list", "remove", "import", "export", "encode", "mine", "ppl", "tune",
+                         "generate", "--kind", "pii", "snippet", "phrase", "--text", "--context", "--label",
+                         "--json", "--reveal", "--include-pii", "--gamma", "--threshold", "--max-tokens", "-1",
+                         "0", "1.5", "nan", "--corpus", "x.json", "x.csv", "x.xml", "", "\x00", "é", "👋",
+                         "--db", "--no-such-flag"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(WORDS, TEXT), max_size=8))
+def test_command_line_arguments(argv):
+    """Any argument list (against this test's temporary store): exit code 0, 1 or 2, a
+    'chunkwise: ' message on failure, never an exception or a traceback."""
+    import contextlib
+    import io
+
+    from core.cli import main
+
+    if "generate" in argv or "mine" in argv or "ppl" in argv or "tune" in argv or "encode" in argv:
+        argv = [a for a in argv if a not in ("generate", "mine", "ppl", "tune", "encode")]   # no model here
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        try:
+            code = main(argv)
+        except SystemExit as exc:                       # argparse usage errors
+            code = exc.code
+    assert code in (0, 1, 2), (argv, code)
+    assert "Traceback" not in err.getvalue()
+    if code == 1:
+        assert err.getvalue().startswith("chunkwise: ")
