@@ -24,11 +24,27 @@ from bench.decoding import PLAIN_PROMPTS  # noqa: E402
 from core import Engine, GenerationRequest  # noqa: E402
 from tests.test_drafting import QUOTE  # noqa: E402
 
+# A reply that quotes the original and then restates it: most of the answer is in the prompt.
+RESTATE = """Subject: Re: Proposal wording
+
+Hi Sam,
+
+You asked me to resend the paragraph from the proposal so you can paste it into the board report. Here it is:
+
+> Over the next twelve months we will move all customer records to the new system, train every branch team in two half-day sessions, and retire the old database by the end of September. The budget for the whole project is 240,000 euros, of which 60,000 is set aside for training.
+
+Here is the same paragraph again without the quote marks, ready to paste:
+
+Over the next twelve months"""
+
 
 def main() -> None:
     engine = Engine(n_threads=2)
     rt = engine.runtime
+    profile = rt.batch_profile()
     print(f"Machine: {machine()}\nModel: {rt.name}\n")
+    print(f"This build decodes batches of up to {profile.exact} token(s) bit-identically to one at a time; "
+          f"lossless drafts are at most {profile.exact - 1} token(s) long here.\n")
     # 1. numerics
     toks = rt.tokenize("Dear Mr. Patel,\n\nThank you for your email about the new project. We believe that")
     base, extra = toks[:12], toks[12:17]
@@ -61,7 +77,7 @@ def main() -> None:
     print(table(["tokens", "ms (median of 30)", "x one token"], rows) + "\n")
     # 3. end to end
     rows, speedups = [], []
-    for prompt in PLAIN_PROMPTS + [QUOTE]:
+    for prompt in PLAIN_PROMPTS + [QUOTE, RESTATE]:
         runs = {False: [], True: []}
         for _ in range(3):
             for draft in (False, True):
@@ -72,10 +88,11 @@ def main() -> None:
         ta = statistics.median(r.stats.seconds for r in runs[False])
         tb = statistics.median(r.stats.seconds for r in runs[True])
         speedups.append(ta / tb)
-        name = "quoted reply" if prompt is QUOTE else repr(prompt[:26]) + "..."
+        name = {id(QUOTE): "quoted reply", id(RESTATE): "reply restating a quote"}.get(id(prompt),
+                                                                                     repr(prompt[:26]) + "...")
         rows.append([name, a.stats.forward_passes, b.stats.forward_passes, f"{b.stats.draft_accepted}/{b.stats.drafted}",
                      f"{ta / tb:.2f}", "yes" if a.text == b.text else f"first {agree} chars"])
-    print("64 greedy tokens, drafts off vs on (3 alternating runs, median time):")
+    print("64 greedy tokens, drafts off vs on (lossless policy; 3 alternating runs, median time):")
     print(table(["prompt", "passes off", "passes on", "draft tokens kept", "speed on/off", "same text"], rows))
     import matplotlib
 

@@ -80,8 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--sample-acceptance", action="store_true",
                    help="accept chunks with probability q (the paper's z ~ Bernoulli(q)) instead of q >= 0.5")
     g.add_argument("--draft", action="store_true",
-                   help="experimental: verify n-gram and weak-chunk drafts in one batch (fewer forward passes "
-                        "on repeated text; see docs/benchmarks.md for when it pays)")
+                   help="check n-gram and weak-chunk drafts in one batch: the same text, faster where the reply "
+                        "repeats earlier text (docs/benchmarks.md)")
     g.add_argument("--anchor-reduction", action="store_true",
                    help="drop earlier sentences from the KV cache at sentence ends (long documents; costs quality)")
     g.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
@@ -166,6 +166,10 @@ def cmd_generate(args) -> int:
                                 stop=args.stop, use_chunks=not args.no_chunks,
                                 sample_acceptance=args.sample_acceptance, system=args.system, draft=args.draft,
                                 anchor_reduction=args.anchor_reduction)
+    if args.draft and engine.runtime.batch_profile().exact < 2:
+        print("chunkwise: note: this llama.cpp build computes batches differently from one token at a time, "
+              "so drafting stays off to keep the output exact; reinstall llama-cpp-python with "
+              'CMAKE_ARGS="-DGGML_LLAMAFILE=OFF" for bit-exact batches (see README).', file=sys.stderr)
     generation = engine.stream(request)
     for notice in generation.notices:
         print(f"chunkwise: note: {notice}", file=sys.stderr)

@@ -90,6 +90,7 @@ class DecodeSettings:
     sample_acceptance: bool = False   # z ~ Bernoulli(q) instead of q >= 0.5
     draft: bool = False               # n-gram / chunk drafts verified in one batch (docs/benchmarks.md: opt-in)
     anchor_keep: int | None = None    # anchor KV reduction on, protecting this many leading tokens
+    draft_cap: int | None = None      # longest draft; None: the build's exact batch size - 1 (lossless)
 
 
 @dataclass
@@ -124,7 +125,13 @@ class Decoder:
         self.knn = knn                     # kNN-LM mixing of the next-token distribution (PP-KD)
         self._hidden = self._chunks_on or knn is not None
         self.drafter = drafter if settings.draft else None
-        self._draft_len = DraftLength()
+        self._draft_len = DraftLength(cap=0)
+        self._draft_kind = 0          # what the current draft came from: n-gram order, or "chunk"
+        if self.drafter is not None:
+            # Measured once per runtime (it clears the KV cache: this runs before prefill).
+            profile = rt.batch_profile()
+            cap = profile.exact - 1 if settings.draft_cap is None else settings.draft_cap
+            self._draft_len = DraftLength(cost=profile.cost_of, cap=min(12, cap))
         self._pending: int | None = None   # the model's choice already sampled during verification
         self._anchors = AnchorReducer(rt, max(1, settings.anchor_keep)) if settings.anchor_keep is not None else None
 
@@ -235,9 +242,14 @@ class Decoder:
             return [], False
         if proposal is not None:
             chunk = self._continuation_tokens(proposal)
-            if len(chunk) > 1 and chunk[0] == token:
-                return chunk[1:1 + room], True
-        return self.drafter.draft(min(self._draft_len.next(), room), extra=[token]), False
+            k = self._draft_len.next("chunk")
+            if len(chunk) > 1 and chunk[0] == token and k > 0:
+                self._draft_kind = "chunk"
+                return chunk[1:1 + min(room, k)], True
+        self._draft_kind = self.drafter.order(extra=[token])
+        if not self._draft_kind:
+            return [], False
+        return self.drafter.draft(min(self._draft_len.next(self._draft_kind), room), extra=[token]), False
 
     def verify(self, token: int, draft: list[int], from_chunk: bool) -> tuple[list[int], _State]:
         """One batched decode of [token] + draft; keep the prefix the model itself would choose.
@@ -263,7 +275,7 @@ class Decoder:
         if from_chunk:
             self.stats.chunk_drafted += len(draft)
             self.stats.chunk_draft_accepted += n_ok
-        self._draft_len.update(len(draft), n_ok)
+        self._draft_len.update(len(draft), n_ok, self._draft_kind)
         last = len(accepted) - 1
         if self._hidden:
             self._recent_hidden = (self._recent_hidden + list(out.hidden[: last + 1]))[-LOCAL_WINDOW:]

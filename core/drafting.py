@@ -13,7 +13,7 @@ computed together.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 SEPARATOR = -1
 
@@ -66,6 +66,21 @@ class NGramDrafter:
 
     # ------------------------------------------------------------ proposing
 
+    def order(self, extra: Sequence[int] = ()) -> int:
+        """The length of the longest suffix match a draft would come from (0: no draft).
+
+        Longer matches are right more often (copied or quoted text), so the
+        draft policy keeps its acceptance estimate per order.
+        """
+        tail = (self._run + list(extra))[-self.n_max:]
+        for n in range(min(self.n_max, len(tail)), self.n_min - 1, -1):
+            gram = tuple(tail[-n:])
+            for seq, index in ((self._run, self._run_index), (self._docs, self._doc_index)):
+                pos = index.get(gram)
+                if pos is not None and pos < len(seq) and seq[pos] != SEPARATOR:
+                    return n
+        return 0
+
     def draft(self, k: int, extra: Sequence[int] = ()) -> list[int]:
         """Up to *k* tokens that followed the longest earlier match of the text's suffix.
 
@@ -92,29 +107,61 @@ class NGramDrafter:
 
 
 class DraftLength:
-    """Adapts how many tokens to draft to recent acceptance.
+    """How many tokens to draft: the length with the most expected tokens per unit of decode time.
 
-    A rejected draft costs a wider batch for nothing (here a 5-token decode
-    takes about 3x a 1-token one), so the length grows while drafts are taken
-    and shrinks, down to not drafting for a while, when they are not.
+    With per-token acceptance ``alpha`` (estimated from recent drafts of the
+    same kind: n-gram order, or a chunk), a draft of k tokens yields
+    1 + alpha + ... + alpha^k tokens for the price of one (k + 1)-token
+    decode, ``cost(k + 1)`` single decodes.  Plain decoding yields one token
+    per single decode; a draft is made only when it beats that by a margin,
+    so misses cannot make decoding slower than plain beyond the occasional
+    probe (a 1-token draft every ``probe_every`` idle steps, to notice when
+    the text turns repetitive).  ``cap`` bounds the length (the build's exact
+    batch size minus one keeps drafting lossless).
+
+    >>> policy = DraftLength(cost=lambda n: 0.55 * n + 0.45, cap=8)
+    >>> policy.alpha[4] = 0.95; policy.next(4) > 1
+    True
+    >>> policy.alpha[2] = 0.3; policy.next(2)
+    0
     """
 
-    def __init__(self, start: int = 4, lo: int = 1, hi: int = 12):
-        self.k, self.lo, self.hi = start, lo, hi
-        self.cooldown = 0
+    MARGIN = 1.05
+    PRIORS = {4: 0.9, 3: 0.75, 2: 0.6, "chunk": 0.8}
 
-    def next(self) -> int:
-        if self.cooldown > 0:
-            self.cooldown -= 1
-            return 0
-        return self.k
+    def __init__(self, cost: Callable[[int], float] | None = None, cap: int = 12, memory: float = 0.85,
+                 probe_every: int = 32):
+        self.cost = cost or (lambda n: 0.55 * n + 0.45)
+        self.cap, self.memory, self.probe_every = max(0, cap), memory, probe_every
+        self.alpha: dict = dict(self.PRIORS)
+        self._idle = 0
 
-    def update(self, proposed: int, accepted: int) -> None:
+    def best(self, kind=4) -> tuple[int, float]:
+        """(k, expected tokens per single-decode time) of the best draft length; k = 0: no draft."""
+        alpha = self.alpha.get(kind, 0.6)
+        best_k, best_rate = 0, self.MARGIN
+        total = term = 1.0
+        for k in range(1, self.cap + 1):
+            term *= alpha
+            total += term
+            rate = total / self.cost(k + 1)
+            if rate > best_rate:
+                best_k, best_rate = k, rate
+        return best_k, best_rate
+
+    def next(self, kind=4) -> int:
+        k, _ = self.best(kind)
+        if k == 0 and self.cap > 0:
+            self._idle += 1
+            if self._idle >= self.probe_every:
+                self._idle = 0
+                return 1
+        return k
+
+    def update(self, proposed: int, accepted: int, kind=4) -> None:
+        """Learn from one checked draft: tokens are tried in order until the first miss."""
         if proposed == 0:
             return
-        if accepted == proposed:
-            self.k = min(self.hi, self.k + 2)
-        elif accepted * 2 < proposed:
-            self.k = max(self.lo, self.k // 2)
-            if accepted == 0:
-                self.cooldown = 2
+        tried = accepted + (1 if accepted < proposed else 0)
+        weight = self.memory ** tried
+        self.alpha[kind] = weight * self.alpha.get(kind, 0.6) + (1 - weight) * (accepted / tried)

@@ -60,10 +60,11 @@ class GenerationRequest:
     use_chunks: bool = True
     sample_acceptance: bool = False
     system: str | None = None
-    draft: bool = False         # drafts verified in one batch: fewer passes on repeated text, but see
-                                # docs/benchmarks.md -- batched logits differ slightly from one-at-a-time
+    draft: bool = False         # drafts checked in one batch, never longer than this build decodes exactly,
+                                # so output stays plain decoding's (docs/benchmarks.md: when it pays)
     anchor_reduction: bool = False  # drop earlier sentences' KV at sentence ends (costs quality; long documents)
     anchor_keep: int | None = None  # leading prompt tokens kept whole; default: the whole chat prompt, or BOS
+    draft_cap: int | None = None  # longest draft; None: the longest this build checks bit-exactly
     knn: bool = False           # mix in the kNN-LM distribution of the user's mined writing (Engine.knn_settings)
 
 
@@ -288,7 +289,7 @@ class Engine:
             keep = request.anchor_keep if request.anchor_keep is not None else (
                 len(tokens) if request.mode == "chat" else 1)
         settings = DecodeSettings(request.max_tokens, sampler, tuple(request.stop), request.use_chunks,
-                                  request.sample_acceptance, request.draft, keep)
+                                  request.sample_acceptance, request.draft, keep, draft_cap=request.draft_cap)
         matcher = None
         if request.use_chunks and self.store.count()[0] > 0:
             if not self._refreshed:

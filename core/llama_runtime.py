@@ -108,6 +108,26 @@ class Outputs:
     positions: np.ndarray
 
 
+@dataclass
+class BatchProfile:
+    """``exact``: largest batch decoded bit-identically to one token at a time; ``cost``: n -> time of
+    an n-token decode in single-token decodes (measured at 1, 2, 4, 8)."""
+
+    exact: int
+    cost: dict
+
+    def cost_of(self, n: int) -> float:
+        """Cost of an n-token decode, interpolated linearly between the measured sizes."""
+        sizes = sorted(self.cost)
+        if n <= sizes[0]:
+            return self.cost[sizes[0]] * n / sizes[0]
+        for a, b in zip(sizes, sizes[1:]):
+            if n <= b:
+                return self.cost[a] + (self.cost[b] - self.cost[a]) * (n - a) / (b - a)
+        a, b = sizes[-2], sizes[-1]
+        return self.cost[b] + (self.cost[b] - self.cost[a]) / (b - a) * (n - b)
+
+
 class LlamaRuntime:
     """Owner of one llama.cpp model + context; all calls from one thread at a time."""
 
@@ -157,6 +177,7 @@ class LlamaRuntime:
         self._embeddings_on = True
         self.tokens: list[int] = []  # what the KV cache holds, position by position
         self.dropped: set[int] = set()  # positions whose cells anchor reduction removed (holes)
+        self._batch_profile: BatchProfile | None = None
         self.identity = model_identity(self.model_path)
         self.name = self.model_path.name
         self.decode_calls = 0
@@ -187,6 +208,50 @@ class LlamaRuntime:
                 f"A context of {n_ctx:,} tokens needs about {need / 2**30:.1f} GiB for {self.model_path.name}'s "
                 f"cache; {free / 2**30:.1f} GiB of memory is free. Choose a smaller context size."
             )
+
+    def batch_profile(self, max_n: int = 8) -> "BatchProfile":
+        """How this build decodes batches: the largest exact batch, and what each size costs.
+
+        Some llama.cpp CPU builds (llamafile's sgemm kernels, on by default)
+        compute a batch of 3+ tokens with a different summation order than
+        one token at a time, so a batched check of drafts can pick another
+        token in a near-tie.  Measured once (about half a second; the KV
+        cache is cleared), then cached: drafts never exceed the exact size,
+        so drafting stays lossless on every build.
+        """
+        if self._batch_profile is not None:
+            return self._batch_profile
+        import time
+
+        text = ("Thank you for your message. I will look into the schedule and get back to you by Friday "
+                "with the updated numbers for the quarterly report.")
+        toks = self.tokenize(text)
+        head, tail = toks[:12], toks[12:12 + max_n]
+        self.reset()
+        self.eval(head)
+        seq = [self.eval([t], hidden=False).logits[0].copy() for t in tail]
+        exact = 1
+        for n in range(2, len(tail) + 1):
+            self.truncate(len(head))
+            rows = self.eval(tail[:n], outputs="all", hidden=False).logits
+            if all(np.array_equal(rows[i], seq[i]) for i in range(n)):
+                exact = n
+            else:
+                break
+        costs = {}
+        for n in (1, 2, 4, 8):
+            if n > len(tail):
+                break
+            best = float("inf")
+            for _ in range(3):
+                self.truncate(len(head))
+                t0 = time.perf_counter()
+                self.eval(tail[:n], outputs="all", hidden=False)
+                best = min(best, time.perf_counter() - t0)
+            costs[n] = best
+        self.reset()
+        self._batch_profile = BatchProfile(exact, {n: c / costs[1] for n, c in costs.items()})
+        return self._batch_profile
 
     def close(self) -> None:
         lib = self._lib

@@ -29,18 +29,55 @@ def test_drafter_prefers_the_longest_recent_match():
     assert fork.draft(1, extra=[9]) == [10]
 
 
-def test_draft_length_adapts():
-    k = DraftLength(start=4)
-    k.update(4, 4)
-    assert k.next() == 6
-    k.update(6, 0)
-    assert k.next() == 0 and k.next() == 0 and k.next() == 3
+def test_draft_length_follows_acceptance_and_cost():
+    linear = lambda n: 0.55 * n + 0.45                    # this machine's measured shape
+    k = DraftLength(cost=linear, cap=8)
+    assert k.next(2) == 0                                 # short matches: 60% does not pay for a batch
+    assert k.next(4) >= 1                                 # long matches (copied text) do
+    for _ in range(6):
+        k.update(4, 4, kind=4)                            # drafts keep being right
+    assert k.alpha[4] > 0.9 and k.next(4) >= 4
+    for _ in range(6):
+        k.update(4, 0, kind=4)                            # and then wrong
+    assert k.next(4) == 0
+    assert [k.next(4) for _ in range(k.probe_every)].count(1) == 1  # it looks again, rarely
+    free = DraftLength(cost=lambda n: 1.0, cap=8)         # a GPU: batches cost nothing extra
+    assert free.next(2) == 8
+    assert DraftLength(cost=linear, cap=0).next(4) == 0   # an inexact build: never
+
+
+def test_drafter_reports_the_order_of_its_match():
+    d = NGramDrafter(n_max=4, n_min=2)
+    d.start([1, 2, 3, 4, 5, 6, 9, 2, 3, 4])
+    assert d.order(extra=[5]) == 4 and d.draft(2, extra=[5]) == [6, 9]
+    assert d.order(extra=[7]) == 0
+
+
+def test_batch_profile_of_this_build(runtime):
+    profile = runtime.batch_profile()
+    assert profile.exact >= 1 and profile.cost[1] == 1.0
+    assert profile.cost_of(8) > profile.cost_of(2) > 1.0
+    assert runtime.batch_profile() is profile            # measured once
+
+
+def test_drafting_is_lossless_on_this_build(make_engine):
+    """Greedy output with drafts on is plain greedy output, token for token, whatever the build:
+    drafts never exceed the batch size this build decodes exactly."""
+    from tests.test_generation import PROMPTS
+
+    engine = make_engine()
+    for prompt in list(PROMPTS)[:4] + [QUOTE]:
+        plain = engine.generate(GenerationRequest(prompt, max_tokens=48))
+        drafted = engine.generate(GenerationRequest(prompt, max_tokens=48, draft=True))
+        assert drafted.text == plain.text
 
 
 def test_drafting_saves_forward_passes_on_quoted_text(make_engine):
+    """The mechanics (batched check, rollback of rejected drafts), with drafts allowed past the
+    exact batch size of this build (draft_cap): output may then differ in near-ties."""
     engine = make_engine()
     plain = engine.generate(GenerationRequest(QUOTE, max_tokens=40))
-    drafted = engine.generate(GenerationRequest(QUOTE, max_tokens=40, draft=True))
+    drafted = engine.generate(GenerationRequest(QUOTE, max_tokens=40, draft=True, draft_cap=8))
     s = drafted.stats
     assert s.tokens <= 40 and s.drafted > 0 and 0 < s.draft_accepted <= s.drafted
     assert s.forward_passes < plain.stats.forward_passes
@@ -51,7 +88,7 @@ def test_drafting_saves_forward_passes_on_quoted_text(make_engine):
 def test_drafts_respect_the_token_budget_and_stops(make_engine):
     engine = make_engine()
     for n in (1, 2, 7):
-        done = engine.generate(GenerationRequest(QUOTE, max_tokens=n, draft=True))
+        done = engine.generate(GenerationRequest(QUOTE, max_tokens=n, draft=True, draft_cap=8))
         assert done.stats.tokens <= n
-    done = engine.generate(GenerationRequest(QUOTE, max_tokens=40, draft=True, stop=["Hotel"]))
+    done = engine.generate(GenerationRequest(QUOTE, max_tokens=40, draft=True, draft_cap=8, stop=["Hotel"]))
     assert "Hotel" not in done.text
