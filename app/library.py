@@ -116,9 +116,13 @@ class LibraryDialog(QDialog):
         close = QPushButton("Close")
         close.clicked.connect(self.accept)
         buttons.addWidget(close)
+        self.protection = QLabel(f"Personal information in this library: {self.store.encryption}."
+                                 if self.store is not None else "")
+        self.protection.setStyleSheet("color: #555;")
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.protection)
         layout.addLayout(buttons)
         self.kind_filter.currentIndexChanged.connect(lambda _: self.reload())
         self.search.textChanged.connect(lambda _: self.reload())

@@ -6,6 +6,10 @@ import platform
 import time
 from pathlib import Path
 
+# Benchmarks build their own temporary stores; with no system keychain their PII sealing
+# needs a passphrase, and this one protects nothing of the user's.
+os.environ.setdefault("CHUNKWISE_PASSPHRASE", "chunkwise-benchmark-only")
+
 OUT = Path(__file__).resolve().parent / "out"
 DOCS_IMG = Path(__file__).resolve().parents[1] / "docs" / "img"
 

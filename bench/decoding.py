@@ -128,6 +128,11 @@ def main() -> None:
     configs = {"chunks": dict(engine=pii, draft=False), "drafts": dict(engine=plain, draft=True),
                "chunks + drafts": dict(engine=pii, draft=True)}
     totals = {name: [0, 0, 0.0] for name in ["plain", *configs]}     # tokens, passes, seconds
+    for engine in (plain, pii):     # the build's batch profile is measured once per process: not per request
+        start = time.perf_counter()
+        engine.runtime.batch_profile()
+        print(f"(batch profile of this build measured once: {time.perf_counter() - start:.2f} s, "
+              f"exact batches up to {engine.runtime.batch_profile().exact} tokens)")
     for prompt in PII_PROMPTS + [QUOTE]:
         for _ in range(max(1, args.repeats // 2)):
             for name, cfg in [("plain", dict(engine=plain, draft=False)), *configs.items()]:

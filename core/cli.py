@@ -84,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "repeats earlier text (docs/benchmarks.md)")
     g.add_argument("--anchor-reduction", action="store_true",
                    help="drop earlier sentences from the KV cache at sentence ends (long documents; costs quality)")
+    g.add_argument("--knn", action="store_true",
+                   help="mix in the kNN-LM of your mined writing (chunkwise mine --knn); PP-KD with teacher data")
+    g.add_argument("--lam", type=float, default=0.5, help="kNN-LM weight lambda (with --knn)")
+    g.add_argument("--mu", type=float, default=0.4, help="hard labels vs teacher probabilities, PP-KD mu (with --knn)")
+    g.add_argument("--temperature-knn", type=float, default=0.1, dest="knn_temperature", metavar="T",
+                   help="kNN-LM distance temperature (with --knn)")
+    g.add_argument("--k", type=int, default=16, help="neighbours for kNN-LM (with --knn)")
     g.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     g.add_argument("--top-p", type=float, default=0.95)
     g.add_argument("--top-k", type=int, default=40)
@@ -158,14 +165,18 @@ def cmd_generate(args) -> int:
         raise ChunkwiseError("--max-tokens must be at least 1.")
     if args.threshold is not None:
         check_threshold(args.threshold)
-    engine = _engine(args, with_store=not args.no_chunks)
+    from .knn import KnnSettings
+
+    knn = KnnSettings(lam=args.lam, mu=args.mu, temperature=args.knn_temperature, k=args.k).check()
+    engine = _engine(args, with_store=not args.no_chunks or args.knn)
+    engine.knn_settings = knn
     if args.threshold is not None:
         engine.threshold = args.threshold
     request = GenerationRequest(prompt, mode="chat" if args.chat else "complete", max_tokens=args.max_tokens,
                                 temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
                                 stop=args.stop, use_chunks=not args.no_chunks,
                                 sample_acceptance=args.sample_acceptance, system=args.system, draft=args.draft,
-                                anchor_reduction=args.anchor_reduction)
+                                anchor_reduction=args.anchor_reduction, knn=args.knn)
     if args.draft and engine.runtime.batch_profile().exact < 2:
         print("chunkwise: note: this llama.cpp build computes batches differently from one token at a time, "
               "so drafting stays off to keep the output exact; reinstall llama-cpp-python with "

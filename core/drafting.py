@@ -21,7 +21,7 @@ SEPARATOR = -1
 class NGramDrafter:
     """Longest-suffix n-gram lookup over documents plus the running text."""
 
-    def __init__(self, n_max: int = 4, n_min: int = 2):
+    def __init__(self, n_max: int = 6, n_min: int = 2):
         self.n_max, self.n_min = n_max, n_min
         self._docs: list[int] = []            # fixed documents (chunk texts), separated
         self._doc_index: dict[tuple, int] = {}
@@ -120,14 +120,15 @@ class DraftLength:
     batch size minus one keeps drafting lossless).
 
     >>> policy = DraftLength(cost=lambda n: 0.55 * n + 0.45, cap=8)
-    >>> policy.alpha[4] = 0.95; policy.next(4) > 1
+    >>> policy.alpha[6] = 0.95; policy.next(6) > 1
     True
     >>> policy.alpha[2] = 0.3; policy.next(2)
     0
     """
 
     MARGIN = 1.05
-    PRIORS = {4: 0.9, 3: 0.75, 2: 0.6, "chunk": 0.8}
+    # Before any evidence: a 6-token match is usually copied text, a 2-3-token one a common phrase.
+    PRIORS = {6: 0.9, 5: 0.8, 4: 0.65, 3: 0.5, 2: 0.4, "chunk": 0.8}
 
     def __init__(self, cost: Callable[[int], float] | None = None, cap: int = 12, memory: float = 0.85,
                  probe_every: int = 32):
@@ -136,9 +137,9 @@ class DraftLength:
         self.alpha: dict = dict(self.PRIORS)
         self._idle = 0
 
-    def best(self, kind=4) -> tuple[int, float]:
+    def best(self, kind=6) -> tuple[int, float]:
         """(k, expected tokens per single-decode time) of the best draft length; k = 0: no draft."""
-        alpha = self.alpha.get(kind, 0.6)
+        alpha = self.alpha.get(kind, 0.4)
         best_k, best_rate = 0, self.MARGIN
         total = term = 1.0
         for k in range(1, self.cap + 1):
@@ -149,7 +150,7 @@ class DraftLength:
                 best_k, best_rate = k, rate
         return best_k, best_rate
 
-    def next(self, kind=4) -> int:
+    def next(self, kind=6) -> int:
         k, _ = self.best(kind)
         if k == 0 and self.cap > 0:
             self._idle += 1
@@ -158,10 +159,10 @@ class DraftLength:
                 return 1
         return k
 
-    def update(self, proposed: int, accepted: int, kind=4) -> None:
+    def update(self, proposed: int, accepted: int, kind=6) -> None:
         """Learn from one checked draft: tokens are tried in order until the first miss."""
         if proposed == 0:
             return
         tried = accepted + (1 if accepted < proposed else 0)
         weight = self.memory ** tried
-        self.alpha[kind] = weight * self.alpha.get(kind, 0.6) + (1 - weight) * (accepted / tried)
+        self.alpha[kind] = weight * self.alpha.get(kind, 0.4) + (1 - weight) * (accepted / tried)

@@ -247,6 +247,10 @@ def test_cli_mine_ppl_tune(tmp_path, capsys):
     assert run_cli("ppl", str(held), "--knn", "--json") == 0
     ppl = json.loads(capsys.readouterr().out)
     assert {"base", "cdlm", "knn", "cdlm_knn"} <= set(ppl)
+    assert run_cli("generate", "Thank you for your", "--knn", "--lam", "0.3", "--max-tokens", "6", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["text"]
+    assert run_cli("generate", "Hi", "--knn", "--lam", "2") == 1
+    assert "lambda" in capsys.readouterr().err
     assert run_cli("tune", str(held), "--save") == 0
     out = capsys.readouterr().out
     assert "best: threshold" in out

@@ -43,13 +43,14 @@ def test_draft_length_follows_acceptance_and_cost():
     assert [k.next(4) for _ in range(k.probe_every)].count(1) == 1  # it looks again, rarely
     free = DraftLength(cost=lambda n: 1.0, cap=8)         # a GPU: batches cost nothing extra
     assert free.next(2) == 8
-    assert DraftLength(cost=linear, cap=0).next(4) == 0   # an inexact build: never
+    assert DraftLength(cost=linear, cap=0).next(6) == 0   # an inexact build: never
 
 
 def test_drafter_reports_the_order_of_its_match():
     d = NGramDrafter(n_max=4, n_min=2)
     d.start([1, 2, 3, 4, 5, 6, 9, 2, 3, 4])
     assert d.order(extra=[5]) == 4 and d.draft(2, extra=[5]) == [6, 9]
+    assert NGramDrafter().n_max == 6
     assert d.order(extra=[7]) == 0
 
 

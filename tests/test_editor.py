@@ -170,6 +170,7 @@ def test_library_round_trip(qtbot, make_window, tmp_path):
         cid = dialog.add_chunk(values={"text": "(555) 987-6543", "kind": "pii", "label": "phone",
                                        "contexts": ["Call me at", "My number is"]})
     assert cid and dialog.table.rowCount() == 1 and dialog.table.item(0, 2).text() != "(555) 987-6543"
+    assert "encrypted" in dialog.protection.text() and "passphrase" in dialog.protection.text()
     dialog.reveal.setChecked(True)
     assert dialog.table.item(0, 2).text() == "(555) 987-6543"
     dialog.table.selectRow(0)
