@@ -119,6 +119,8 @@ def _keychain_key(store_id: str, create: bool) -> bytes | None:
         return key
     except (KeyringError, RuntimeError, OSError, ValueError):
         return None
+    except Exception:  # noqa: BLE001 - a backend's own errors (locked collection, D-Bus gone): no keychain
+        return None
 
 
 def keychain_available() -> bool:
