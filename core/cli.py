@@ -86,11 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="drop earlier sentences from the KV cache at sentence ends (long documents; costs quality)")
     g.add_argument("--knn", action="store_true",
                    help="mix in the kNN-LM of your mined writing (chunkwise mine --knn); PP-KD with teacher data")
-    g.add_argument("--lam", type=float, default=0.5, help="kNN-LM weight lambda (with --knn)")
-    g.add_argument("--mu", type=float, default=0.4, help="hard labels vs teacher probabilities, PP-KD mu (with --knn)")
-    g.add_argument("--temperature-knn", type=float, default=0.1, dest="knn_temperature", metavar="T",
-                   help="kNN-LM distance temperature (with --knn)")
-    g.add_argument("--k", type=int, default=16, help="neighbours for kNN-LM (with --knn)")
+    from .cli_learn import add_knn_options
+
+    add_knn_options(g)
     g.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     g.add_argument("--top-p", type=float, default=0.95)
     g.add_argument("--top-k", type=int, default=40)
@@ -165,9 +163,9 @@ def cmd_generate(args) -> int:
         raise ChunkwiseError("--max-tokens must be at least 1.")
     if args.threshold is not None:
         check_threshold(args.threshold)
-    from .knn import KnnSettings
+    from .cli_learn import knn_settings
 
-    knn = KnnSettings(lam=args.lam, mu=args.mu, temperature=args.knn_temperature, k=args.k).check()
+    knn = knn_settings(args)
     engine = _engine(args, with_store=not args.no_chunks or args.knn)
     engine.knn_settings = knn
     if args.threshold is not None:

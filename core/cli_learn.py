@@ -42,10 +42,7 @@ def add_parsers(sub, common) -> None:
         common(p)
         p.add_argument("file", help="held-out text of yours ('-' reads standard input)")
         p.add_argument("--knn", action="store_true", help="also use the kNN-LM datastore")
-        p.add_argument("--lam", type=float, default=0.5, help="kNN-LM weight lambda")
-        p.add_argument("--mu", type=float, default=0.4, help="hard labels vs teacher probabilities (PP-KD mu)")
-        p.add_argument("--temperature-knn", type=float, default=0.1, dest="knn_temperature", metavar="T")
-        p.add_argument("--k", type=int, default=16, help="neighbours for kNN-LM")
+        add_knn_options(p)
         p.add_argument("--ctx", type=int, default=2048, metavar="N")
         p.add_argument("--threads", type=int, metavar="N")
         p.add_argument("--json", action="store_true")
@@ -67,7 +64,21 @@ def _read_text(path: str) -> str:
     return "\n\n".join(d.text for d in read_corpus([path]))
 
 
-def _knn_settings(args):
+def add_knn_options(parser) -> None:
+    """kNN-LM's lambda, mu, T and k (PP-KD Eq. 1-4), defaults from KnnSettings."""
+    from .knn import KnnSettings
+
+    d = KnnSettings()
+    parser.add_argument("--lam", type=float, default=d.lam, help="kNN-LM weight lambda (with --knn)")
+    parser.add_argument("--mu", type=float, default=d.mu,
+                        help="hard labels vs teacher probabilities, PP-KD mu (with --knn)")
+    parser.add_argument("--temperature-knn", type=float, default=d.temperature, dest="knn_temperature", metavar="T",
+                        help="kNN-LM distance temperature (with --knn)")
+    parser.add_argument("--k", type=int, default=d.k, help="neighbours for kNN-LM (with --knn)")
+
+
+def knn_settings(args):
+    """The checked KnnSettings of the options add_knn_options added."""
     from .knn import KnnSettings
 
     return KnnSettings(lam=args.lam, mu=args.mu, temperature=args.knn_temperature, k=args.k).check()
@@ -117,7 +128,7 @@ def cmd_ppl(args, engine_factory) -> int:
     text = _read_text(args.file)
     if args.threshold is not None:
         check_threshold(args.threshold)
-    settings = _knn_settings(args)
+    settings = knn_settings(args)
     engine = engine_factory(args)
     engine.knn_settings = settings
     if args.threshold is not None:
@@ -147,7 +158,7 @@ def cmd_tune(args, engine_factory, progress_factory) -> int:
     engine = engine_factory(args)
     try:
         if corpus:
-            engine.knn_settings = _knn_settings(args)
+            engine.knn_settings = knn_settings(args)
             result = tune_gamma(engine, corpus, text, teacher=teacher, corpus_teacher=args.corpus_teacher,
                                 progress=progress_factory("Scoring the corpus", args.json))
         else:

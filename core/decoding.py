@@ -307,14 +307,7 @@ class Decoder:
 
     def _continuation_tokens(self, proposal: Proposal) -> list[int]:
         """Tokenize the chunk after the actual text, so BPE joins it as it would here."""
-        tail = self._text[-200:]
-        if tail:
-            head_tokens, chunk_tokens = self._encoder.split(tail, proposal.text)
-            # Only usable when the tail's own tokens are not re-merged with the chunk.
-            tail_tokens = self.rt.tokenize(tail.rstrip(" \t"))
-            if head_tokens == tail_tokens and chunk_tokens:
-                return list(chunk_tokens)
-        return list(proposal.tokens)
+        return self._encoder.continuation(self._text, proposal.text, proposal.tokens)
 
     def _flush(self) -> Iterator[Piece]:
         tail = self._utf8.flush()

@@ -382,9 +382,7 @@ def corpus_teacher_confidence(passes: Sequence[Scored], stats, settings, spare: 
     one being scored, so a phrase counts only when it recurs across
     documents.
     """
-    import hnswlib
-
-    from .knn import mix_one
+    from .knn import build_index, mix_one
 
     keys, values, owner, where = [], [], [], []
     for d, sc in enumerate(passes):
@@ -399,11 +397,8 @@ def corpus_teacher_confidence(passes: Sequence[Scored], stats, settings, spare: 
         return out
     vectors = stats.transform(np.vstack(keys))
     values_all, owner_all = np.concatenate(values), np.concatenate(owner)
-    index = hnswlib.Index(space="l2", dim=vectors.shape[1])
-    index.init_index(max_elements=len(vectors), ef_construction=100, M=16, random_seed=0)
-    index.add_items(vectors, np.arange(len(vectors)), num_threads=1)
     want = min(len(vectors), settings.k + spare)
-    index.set_ef(max(64, want))
+    index = build_index(vectors, ef=max(64, want))
     labels, dist = index.knn_query(vectors, k=want, num_threads=1)          # (n, want)
     row = 0
     for d, sc in enumerate(passes):

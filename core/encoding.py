@@ -136,6 +136,19 @@ class Encoder:
             chunk_tokens = self.rt.tokenize(chunk, add_special=False)
         return ctx_tokens, chunk_tokens
 
+    def continuation(self, text: str, chunk: str, fallback: Sequence[int]) -> list[int]:
+        """The chunk's tokens as they continue *text*, so BPE joins them as it would there.
+
+        Only usable when the text's own last tokens are not re-merged with the
+        chunk; otherwise *fallback* (the tokens stored with the chunk).
+        """
+        tail = text[-200:]
+        if tail:
+            head_tokens, chunk_tokens = self.split(tail, chunk)
+            if chunk_tokens and head_tokens == self.rt.tokenize(tail.rstrip(" \t")):
+                return list(chunk_tokens)
+        return list(fallback)
+
     def encode(self, pending: PendingEncoding) -> Encoding:
         ctx_tokens, chunk_tokens = self.split(pending.context, pending.chunk)
         window = min(LOCAL_WINDOW, max(1, len(ctx_tokens) - 1))

@@ -24,7 +24,6 @@ Without teacher probabilities P_logit is P_hard (mu = 1, plain kNN-LM).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
 
 import hnswlib
 import numpy as np
@@ -56,6 +55,21 @@ class KnnSettings:
         return self
 
 
+def build_index(vectors: np.ndarray, ef: int = EF_SEARCH) -> hnswlib.Index:
+    """An HNSW index (squared L2) over unit rows (n, d), labelled 0..n-1."""
+    index = hnswlib.Index(space="l2", dim=vectors.shape[1])
+    index.init_index(max_elements=len(vectors), ef_construction=100, M=16, random_seed=0)
+    index.add_items(vectors, np.arange(len(vectors)), num_threads=1)
+    index.set_ef(ef)
+    return index
+
+
+def neighbour_weights(dist: np.ndarray, temperature: float) -> np.ndarray:
+    """exp(-d / T) for the neighbours' squared distances (k,), normalised to sum to one."""
+    w = np.exp(-(dist - dist.min()) / temperature)
+    return w / w.sum()
+
+
 def mix(p_lm: np.ndarray, dist: np.ndarray, values: np.ndarray, topk_ids: np.ndarray | None,
         topk_probs: np.ndarray | None, s: KnnSettings) -> np.ndarray:
     """P = lambda P_kNN + (1 - lambda) P_LM for one step.
@@ -65,8 +79,7 @@ def mix(p_lm: np.ndarray, dist: np.ndarray, values: np.ndarray, topk_ids: np.nda
     """
     if len(values) == 0 or s.lam == 0.0:
         return p_lm
-    w = np.exp(-(dist - dist.min()) / s.temperature)                     # (k,)
-    w /= w.sum()
+    w = neighbour_weights(dist, s.temperature)                            # (k,)
     p_knn = np.zeros_like(p_lm)
     np.add.at(p_knn, values, w)                                           # P_hard
     if topk_ids is not None and s.mu < 1.0:
@@ -82,8 +95,8 @@ def mix_one(p_lm: float, token: int, dist: np.ndarray, values: np.ndarray, s: Kn
     """P(token) = lambda P_hard(token) + (1 - lambda) p_lm, for one token (hard labels only)."""
     if len(values) == 0:
         return p_lm
-    w = np.exp(-(dist - dist.min()) / s.temperature)
-    return s.lam * float(w[values == token].sum() / w.sum()) + (1.0 - s.lam) * p_lm
+    w = neighbour_weights(dist, s.temperature)
+    return s.lam * float(w[values == token].sum()) + (1.0 - s.lam) * p_lm
 
 
 class KnnLM:
@@ -97,11 +110,7 @@ class KnnLM:
         self.stats, self.settings = stats, (settings or KnnSettings()).check()
         self.values = np.asarray(values, dtype=np.int64)
         self.topk_ids, self.topk_probs = topk_ids, topk_probs
-        vectors = stats.transform(keys)                                   # (n, d) unit rows
-        self.index = hnswlib.Index(space="l2", dim=vectors.shape[1])
-        self.index.init_index(max_elements=len(vectors), ef_construction=100, M=16, random_seed=0)
-        self.index.add_items(vectors, np.arange(len(vectors)), num_threads=1)
-        self.index.set_ef(max(EF_SEARCH, self.settings.k))
+        self.index = build_index(stats.transform(keys), ef=max(EF_SEARCH, self.settings.k))   # (n, d) unit rows
 
     def __len__(self) -> int:
         return len(self.values)
@@ -130,25 +139,3 @@ class KnnLM:
         p /= p.sum()
         with np.errstate(divide="ignore"):
             return np.log(self.distribution(p, hidden))
-
-
-def knn_entries(scored_docs: Sequence, with_teacher: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None,
-                                                                     np.ndarray | None]:
-    """Datastore rows from scored documents: keys (n, d), values (n,), teacher top-k or None.
-
-    A row per position p of the mined text whose next token is scored: key
-    the state after token p, value token p + 1.
-    """
-    keys, values, ids, probs = [], [], [], []
-    for sc in scored_docs:
-        nxt = np.arange(sc.first + 1, len(sc.tokens))
-        nxt = nxt[~np.isnan(sc.logprob[nxt])]
-        keys.append(sc.hidden[nxt - 1])
-        values.append(np.asarray(sc.tokens)[nxt])
-        if with_teacher:
-            ids.append(sc.topk_ids[nxt])
-            probs.append(sc.topk_probs[nxt])
-    if not keys:
-        return np.empty((0, 0), np.float32), np.empty(0, np.int64), None, None
-    return (np.vstack(keys), np.concatenate(values), np.vstack(ids) if with_teacher else None,
-            np.vstack(probs) if with_teacher else None)

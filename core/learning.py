@@ -99,16 +99,11 @@ def _score_text(engine, text: str, knn: bool) -> _Pass:
 
 
 def _continuation(engine):
+    """How the decoder tokenizes a proposal after the text so far (Encoder.continuation)."""
     from .encoding import Encoder
 
-    encoder, rt = Encoder(engine.runtime), engine.runtime
-
-    def tokens_after(text: str, proposal) -> list[int]:
-        tail = text[-200:]
-        head, chunk = encoder.split(tail, proposal.text) if tail else ([], list(proposal.tokens))
-        return chunk if tail and head == rt.tokenize(tail.rstrip(" \t")) else list(proposal.tokens)
-
-    return tokens_after
+    encoder = Encoder(engine.runtime)
+    return lambda text, proposal: encoder.continuation(text, proposal.text, proposal.tokens)
 
 
 def _report(engine, p: _Pass, matcher: ChunkMatcher | None) -> PerplexityReport:

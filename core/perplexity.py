@@ -25,7 +25,7 @@ path enumeration and shows that every distribution sums to one.)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -82,10 +82,9 @@ class PerplexityReport:
     cdlm_knn: float | None = None
     proposals: int = 0          # positions where a chunk was on offer
     matching: int = 0           # ... and the chunk is what the text says
-    thresholds: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v is not None and k != "thresholds"}
+        return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
 # ---------------------------------------------------------------- with a real model and store

@@ -314,12 +314,16 @@ class ChunkStore:
         rows = self.db.conn.execute(
             "SELECT id, text FROM chunks WHERE kind='pii' AND substr(text, 1, ?) != ?", (len(PREFIX), PREFIX)
         ).fetchall()
-        blobs = self.db.conn.execute(
+        # Token blobs are sealed on every write once a key exists: the scan of the whole
+        # encodings table (gigabytes at a million contexts) is needed once per store, not per start.
+        sealed = self.db.execute("SELECT value FROM meta WHERE key='tokens_sealed'").fetchone()
+        blobs = [] if sealed else self.db.conn.execute(
             "SELECT id, chunk_tokens FROM encodings WHERE substr(chunk_tokens, 1, 5) != ?", (b"enc1:",)
         ).fetchall()
-        if not rows and not blobs:
+        if not rows and not blobs and sealed:
             return
         with self._guard():
+            self.db.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('tokens_sealed', '1')")
             for chunk_id, text in rows:
                 self.db.conn.execute("UPDATE chunks SET text=? WHERE id=?", (self._seal(text, "pii"), chunk_id))
                 for enc_id, ctx in self.db.conn.execute(
