@@ -139,19 +139,24 @@ class ComposeWindow(QMainWindow):
         edit_menu = self.menuBar().addMenu("&Edit")
         self._action(edit_menu, "Add selection as &snippet…", self.add_selection_as_snippet)
         view_menu = self.menuBar().addMenu("&View")
-        self.marks_action = self._action(view_menu, "&Mark text from chunks", self._toggle_marks)
-        self.marks_action.setCheckable(True)
+        self.marks_action = self._action(view_menu, "&Mark text from chunks", self._toggle_marks, checkable=True)
         self.marks_action.setChecked(self.settings.show_chunk_marks)
         tools = self.menuBar().addMenu("&Tools")
         self._action(tools, "Chunk &library…", self.open_library, QKeySequence("Ctrl+L"))
-        self._action(tools, "Learn from &my writing…", self.learn_from_writing)
+        self.learn_action = self._action(tools, "Learn from &my writing…", self.learn_from_writing)
         self._action(tools, "&Settings…", self.open_settings, QKeySequence("Ctrl+,"))
 
-    def _action(self, menu, text, slot, shortcut=None) -> QAction:
+    def _action(self, menu, text, slot, shortcut=None, checkable=False) -> QAction:
+        """A menu action. `triggered` carries `checked`; only checkable actions pass it on,
+        so a slot's optional argument (learn_from_writing's `paths`) is never filled with False."""
         action = QAction(text, self)
         if shortcut is not None:
             action.setShortcut(shortcut)
-        action.triggered.connect(slot)
+        action.setCheckable(checkable)
+        if checkable:
+            action.triggered.connect(slot)
+        else:
+            action.triggered.connect(lambda _checked=False: slot())
         menu.addAction(action)
         return action
 

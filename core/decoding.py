@@ -6,6 +6,8 @@
     decode    the chunk's tokens in one batched llama_decode -- or --
     sample    one token from the logits, then decode it
     (draft    opt-in: n-gram or weak-chunk tokens after it, verified in the same decode)
+    guard     model text that may become a phone number, email, web or street address is held
+              back; an invented one ends the suggestion before it (the user's own come as chunks)
     emit      text pieces tagged with where they came from
     (reduce   opt-in: at a sentence end, drop earlier sentences from the KV cache)
 
@@ -22,6 +24,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from .anchors import AnchorReducer
+from .details import DetailGuard
 from .drafting import DraftLength, NGramDrafter
 from .encoding import LOCAL_WINDOW, Encoder
 from .llama_runtime import LlamaRuntime
@@ -91,6 +94,7 @@ class DecodeSettings:
     draft: bool = False               # n-gram / chunk drafts verified in one batch (docs/benchmarks.md: opt-in)
     anchor_keep: int | None = None    # anchor KV reduction on, protecting this many leading tokens
     draft_cap: int | None = None      # longest draft; None: the build's exact batch size - 1 (lossless)
+    guard_details: bool = True        # never show a phone number, email or address the model made up
 
 
 @dataclass
@@ -115,6 +119,7 @@ class Decoder:
         self.stats = Stats()
         self._utf8 = Utf8Stream()
         self._stops = _AttributedStops(settings.stop)
+        self._guard = DetailGuard() if settings.guard_details else None
         self._recent_hidden: list[np.ndarray] = []
         self._used_chunks: set[int] = set()
         self._text = ""           # prompt tail + generated text, for matching's words
@@ -168,10 +173,10 @@ class Decoder:
                 piece = self.piece_for(tokens)
             if self.drafter is not None:
                 self.drafter.extend(tokens)
-            pieces, stopped = self._stops.feed(piece)
+            pieces, stopped = self._stops.feed_all(self.guard(piece))
             yield from pieces
-            if stopped:
-                reason = "stop"
+            if stopped or (self._guard is not None and self._guard.stopped):
+                reason = "stop" if stopped else "detail"
                 break
             if self.stats.tokens >= self.s.max_tokens:
                 break
@@ -179,7 +184,7 @@ class Decoder:
                 state = self.decode_step(tokens)
             if self._anchors is not None and any(self._anchors.is_anchor(t) for t in tokens):
                 self._anchors.reduce()                # an anchor was generated (line 16)
-        yield from self._flush()
+        yield from self._flush(ended=reason in ("stop", "detail"))
         self.stats.kv_cells, self.stats.kv_positions = self.rt.kv_cells, len(self.rt.tokens)
         self.stats.stop_reason = reason
         self.stats.seconds = time.perf_counter() - start
@@ -298,6 +303,16 @@ class Decoder:
         self._recent_hidden = (self._recent_hidden + list(out.hidden))[-LOCAL_WINDOW:]
         return self._state(out.logits[-1])
 
+    def guard(self, piece: Piece) -> list[Piece]:
+        """Model text that may be the start of an invented detail waits; a chunk releases it."""
+        if self._guard is None:
+            return [piece]
+        if piece.source == "chunk":
+            held = self._guard.release()
+            return ([Piece(held)] if held else []) + [piece]
+        text = self._guard.feed(piece.text)
+        return [replace(piece, text=text)] if text else []
+
     # ------------------------------------------------------------ helpers
 
     def _state(self, logits: np.ndarray) -> _State:
@@ -309,9 +324,16 @@ class Decoder:
         """Tokenize the chunk after the actual text, so BPE joins it as it would here."""
         return self._encoder.continuation(self._text, proposal.text, proposal.tokens)
 
-    def _flush(self) -> Iterator[Piece]:
+    def _flush(self, ended: bool = False) -> Iterator[Piece]:
+        """What is still held at the end; nothing past a stop sequence or an invented detail."""
+        if ended:
+            return
         tail = self._utf8.flush()
-        pieces, _ = self._stops.feed(Piece(tail)) if tail else ([], False)
+        held = self.guard(Piece(tail)) if tail else []
+        if self._guard is not None:
+            rest = self._guard.flush()
+            held += [Piece(rest)] if rest else []
+        pieces, _ = self._stops.feed_all(held)
         yield from pieces
         yield from self._stops.flush()
 
@@ -341,6 +363,15 @@ class _AttributedStops:
             used += len(p.text)
         self.held = remaining
         return out, stopped
+
+    def feed_all(self, pieces: Sequence[Piece]) -> tuple[list[Piece], bool]:
+        out: list[Piece] = []
+        for piece in pieces:
+            got, stopped = self.feed(piece)
+            out += got
+            if stopped:
+                return out, True
+        return out, False
 
     def flush(self) -> list[Piece]:
         out = [p for p in self.held if p.text]

@@ -66,6 +66,7 @@ class GenerationRequest:
     anchor_keep: int | None = None  # leading prompt tokens kept whole; default: the whole chat prompt, or BOS
     draft_cap: int | None = None  # longest draft; None: the longest this build checks bit-exactly
     knn: bool = False           # mix in the kNN-LM distribution of the user's mined writing (Engine.knn_settings)
+    guard_details: bool = True  # stop before a phone number, email, web or street address the model invents
 
 
 @dataclass(frozen=True)
@@ -289,7 +290,8 @@ class Engine:
             keep = request.anchor_keep if request.anchor_keep is not None else (
                 len(tokens) if request.mode == "chat" else 1)
         settings = DecodeSettings(request.max_tokens, sampler, tuple(request.stop), request.use_chunks,
-                                  request.sample_acceptance, request.draft, keep, draft_cap=request.draft_cap)
+                                  request.sample_acceptance, request.draft, keep, draft_cap=request.draft_cap,
+                                  guard_details=request.guard_details)
         matcher = None
         if request.use_chunks and self.store.count()[0] > 0:
             if not self._refreshed:

@@ -277,8 +277,11 @@ def test_drafts_are_autosaved_restored_and_closing_asks(qtbot, tmp_path, monkeyp
     w.shutdown()
 
 
-def test_learning_from_writing_and_tuning_from_settings(qtbot, make_window, tmp_path):
-    """Tools → Learn from my writing mines files in the worker; Settings tunes the threshold."""
+def test_learning_from_writing_and_tuning_from_settings(qtbot, make_window, tmp_path, monkeypatch):
+    """Tools → Learn from my writing (the menu action, as a user triggers it: the file dialog opens
+    and its choice is mined in the worker); Settings tunes the threshold."""
+    from PySide6.QtWidgets import QFileDialog
+
     from app.settings_dialog import SettingsDialog
     from tests.test_distill import EMAILS
 
@@ -288,8 +291,11 @@ def test_learning_from_writing_and_tuning_from_settings(qtbot, make_window, tmp_
         path = tmp_path / f"sent{i}.txt"
         path.write_text(text, encoding="utf-8")
         files.append(str(path))
+    asked = []
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *a, **k: (asked.append(a) or files, ""))
     with qtbot.waitSignal(w.worker.learned, timeout=WAIT) as learned:
-        w.learn_from_writing(files)
+        w.learn_action.trigger()
+    assert asked, "the menu action must ask which files to learn from"
     assert learned.args[0]["new_chunks"] > 0 and learned.args[0]["knn_entries"] > 0
     qtbot.waitUntil(lambda: "Learned from 3 document(s)" in w.statusBar().currentMessage(), timeout=5000)
     with ChunkStore(w.settings.db_path) as store:

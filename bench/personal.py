@@ -1,0 +1,197 @@
+"""Personal details on phrasings nobody stored: right value in the right slot, never someone else's.
+
+The path users run: each fictional user's profile (bench/data/personal/profiles.json: ten
+fields and two snippets, 2-4 contexts each, as a user types them into the library) plus a
+store learned from a persona's sent mail (Tools → Learn from my writing: gamma 0.5, corpus as
+teacher, kNN rows), and each case generated through the editor's own framing and request
+settings (``body_prompt``, 24 tokens, greedy, stop at a blank line, chunks on at the default
+threshold).
+
+Cases (bench/data/personal/cases.json, written before matching was changed) end where the next
+thing is written:
+
+  positive     the user's own detail of one field comes next: right = that chunk inserted
+  third_party  someone else's detail, a time, a place, a help desk: the user's value must not come
+  neutral      an ordinary email opening: nothing personal inserted
+
+Printed per split (dev: tune on it; test: frozen at the commit named in docs/benchmarks.md,
+never tuned on), per field: right value inserted, wrong field inserted, third-party and neutral
+insertions, and invented details (a phone number, email, web or street address the model
+wrote itself, found by core/details.py).
+
+    python bench/personal.py                  # both splits, default settings
+    python bench/personal.py --split dev --threshold 0.1 --cases 80
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import OUT, machine, table  # noqa: E402
+from core import ChunkStore, Engine, GenerationRequest  # noqa: E402
+from core.corpus import read_corpus  # noqa: E402
+from core.details import find_details  # noqa: E402
+from core.settings import Settings  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "bench" / "data" / "personal"
+PERSONAS = ROOT / "bench" / "data" / "personas"
+# Which persona's sent mail each user's learned store comes from (styles differ on purpose).
+LEARNED_FROM = {"ana": "mara", "ben": "teo", "chloe": "mara"}
+
+
+def body_prompt(text: str) -> str:
+    """The editor's body framing (app/window.py body_prompt, with no To or Subject)."""
+    return text.rstrip(" ")
+
+
+def load_cases(split: str) -> list[dict]:
+    cases = json.loads((DATA / "cases.json").read_text(encoding="utf-8"))
+    test_ids = set(json.loads((DATA / "split.json").read_text(encoding="utf-8"))["test"])
+    if split == "all":
+        return cases
+    return [c for c in cases if (c["id"] in test_ids) == (split == "test")]
+
+
+def build_store(path: Path, user: dict) -> dict[int, str]:
+    """The user's library as they would type it: chunk id -> field."""
+    field_of = {}
+    with ChunkStore(path) as store:
+        for field, entry in user["fields"].items():
+            kind = "snippet" if field.startswith("snippet") else "pii"
+            label = field.removeprefix("snippet_").replace("_", " ")
+            cid = store.add_chunk(entry["value"], kind=kind, label=label, contexts=entry["contexts"])
+            field_of[cid] = field
+    return field_of
+
+
+def learn(engine: Engine, persona: str) -> int:
+    from core.learning import mine
+
+    files = sorted(str(p) for p in (PERSONAS / persona).glob("sent-*.txt"))
+    if not files:
+        return 0
+    result = mine(engine, read_corpus(files), gamma=0.5, knn=True, corpus_teacher=True)
+    return result.new_chunks
+
+
+def run_case(engine: Engine, case: dict, settings: Settings) -> dict:
+    request = GenerationRequest(body_prompt(case["text"]), max_tokens=settings.max_tokens,
+                                temperature=settings.temperature, stop=["\n\n"],
+                                use_chunks=settings.chunks_enabled, knn=settings.knn_enabled and engine.has_knn)
+    t0 = time.perf_counter()
+    out = engine.generate(request, record_use=False)
+    model_text = "".join(out.text[i] for i in range(len(out.text))
+                         if not any(s.start <= i < s.end for s in out.spans))
+    return {"text": out.text, "spans": [s.as_dict() for s in out.spans], "seconds": time.perf_counter() - t0,
+            "invented": [shape for shape, _s, _e in find_details(model_text)]}
+
+
+def judge(case: dict, result: dict, field_of: dict[int, str]) -> dict:
+    personal = [field_of[s["chunk_id"]] for s in result["spans"] if s["chunk_id"] in field_of]
+    first = personal[0] if personal else None
+    kind = case["kind"]
+    verdict = {"kind": kind, "field": case.get("field"), "inserted": first,
+               "invented": bool(result["invented"])}
+    if kind == "positive":
+        verdict["right"] = first == case["field"]
+        verdict["wrong_field"] = first is not None and first != case["field"]
+    else:
+        verdict["false"] = first is not None
+    return verdict
+
+
+def summarise(verdicts: list[dict]) -> dict:
+    pos = [v for v in verdicts if v["kind"] == "positive"]
+    tp = [v for v in verdicts if v["kind"] == "third_party"]
+    neu = [v for v in verdicts if v["kind"] == "neutral"]
+    return {
+        "positives": len(pos), "right": sum(v["right"] for v in pos),
+        "wrong_field": sum(v["wrong_field"] for v in pos),
+        "third_party": len(tp), "third_party_inserted": sum(v["false"] for v in tp),
+        "neutral": len(neu), "neutral_inserted": sum(v["false"] for v in neu),
+        "invented": sum(v["invented"] for v in verdicts),
+        "per_field": {f: (sum(v["right"] for v in pos if v["field"] == f), sum(1 for v in pos if v["field"] == f))
+                      for f in sorted({v["field"] for v in pos})},
+    }
+
+
+def evaluate(split: str, threshold: float | None = None, limit: int | None = None, learned: bool = True,
+             verbose: bool = False) -> tuple[dict, list[dict]]:
+    settings = Settings()
+    if threshold is not None:
+        settings.threshold = threshold
+    profiles = json.loads((DATA / "profiles.json").read_text(encoding="utf-8"))
+    cases = load_cases(split)[:limit] if limit else load_cases(split)
+    by_user = defaultdict(list)
+    for c in cases:
+        by_user[c["user"]].append(c)
+    verdicts, latencies = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        runtime = None
+        for user, items in sorted(by_user.items()):
+            path = Path(tmp) / f"{user}.db"
+            field_of = build_store(path, profiles[user])
+            engine = Engine(store=ChunkStore(path), n_threads=2, threshold=settings.threshold, runtime=runtime)
+            runtime = engine.runtime
+            if learned:
+                learn(engine, LEARNED_FROM.get(user, "mara"))
+            engine.refresh()
+            for case in items:
+                result = run_case(engine, case, settings)
+                v = judge(case, result, field_of)
+                v.update(id=case["id"], user=user, text=case["text"], out=result["text"])
+                verdicts.append(v)
+                latencies.append(result["seconds"])
+                if verbose:
+                    flag = ("OK " if v.get("right") else "MISS") if v["kind"] == "positive" else (
+                        "FALSE" if v["false"] else "ok")
+                    print(f"{flag:5} {case['id']} {case.get('field')} -> {v['inserted']} "
+                          f"{'INVENTED ' if v['invented'] else ''}| {case['text'][-60:]!r} => {result['text']!r}",
+                          flush=True)
+            engine.store.close()
+        if runtime is not None:
+            runtime.close()
+    return summarise(verdicts), verdicts
+
+
+def report(split: str, s: dict) -> str:
+    pct = lambda a, b: f"{a}/{b} ({100 * a / max(b, 1):.0f}%)"
+    rows = [["right value inserted (positives)", pct(s["right"], s["positives"])],
+            ["wrong field inserted (positives)", pct(s["wrong_field"], s["positives"])],
+            ["user's value where someone else's goes", pct(s["third_party_inserted"], s["third_party"])],
+            ["neutral openings with a value inserted", pct(s["neutral_inserted"], s["neutral"])],
+            ["suggestions with an invented detail", str(s["invented"])]]
+    fields = [[f, pct(r, n)] for f, (r, n) in s["per_field"].items()]
+    return (f"### {split}\n\n" + table(["measure", split], rows) + "\n\n"
+            + table(["field", "right value inserted"], fields) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--split", choices=("dev", "test", "all", "both"), default="both")
+    ap.add_argument("--threshold", type=float, default=None)
+    ap.add_argument("--cases", type=int, default=None, help="only the first N cases of each split")
+    ap.add_argument("--no-learned", action="store_true", help="the profile alone, no learned store")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    print(f"Machine: {machine()}\n")
+    OUT.mkdir(exist_ok=True)
+    splits = ("dev", "test") if args.split == "both" else (args.split,)
+    for split in splits:
+        summary, verdicts = evaluate(split, args.threshold, args.cases, not args.no_learned, args.verbose)
+        print(report(split, summary))
+        (OUT / f"personal-{split}.json").write_text(json.dumps({"summary": summary, "cases": verdicts}, indent=1))
+        kinds = Counter((v["kind"], v.get("inserted")) for v in verdicts if v.get("inserted"))
+        print("insertions by (case kind, field):", dict(kinds), "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""What a personal detail looks like: phone numbers, email addresses, web addresses, street addresses.
+
+One definition of each shape, used twice: by the decoder's guard, which stops a
+suggestion before the model *invents* such a detail (a made-up phone number is
+worse than no suggestion), and by the benchmarks that count invented details.
+
+The shapes are about values, not about the words that lead into them, so they
+hold for any phrasing.
+
+>>> find_details("Call me at 555-123-4567 or write to jo@ex.com.")
+[('phone', 11, 23), ('email', 36, 45)]
+>>> find_details("The meeting is at 10:30 on 12 May 2026.")
+[]
+>>> find_details("We are at 221 Baker Street, London.")
+[('address', 10, 26)]
+"""
+from __future__ import annotations
+
+import re
+
+# A phone number: at least 7 digits, with the separators people write between them.
+_PHONE = re.compile(r"(?<![\w@/.])\+?\(?\d[\d \t().\-/]{5,}\d(?![\w@])")
+_EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
+_URL = re.compile(r"(?:https?://|www\.)[^\s,;]+|\b[\w\-]+(?:\.[\w\-]+)*\.(?:com|org|net|io|dev|de|uk|fr|eu)"
+                  r"(?:/[^\s,;]*)?", re.IGNORECASE)
+# A street address: a house number, capitalised words, a street-type word (any order of the two
+# conventions: "221 Baker Street", "Hauptstraße 5").
+_STREET_TYPES = (r"Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|Way|Court|Ct|Place|Pl|"
+                 r"Square|Sq|Terrace|Close|Crescent|Parkway|Highway|Hwy|Row|Gardens|Rue|Straße|Strasse|str|"
+                 r"Weg|Platz|Allee|Gasse|Via|Calle|Avenida")
+_ADDRESS = re.compile(rf"\b\d{{1,5}}[A-Za-z]?\s+(?:[A-Z][\w'\-]*\.?\s+){{0,3}}(?:{_STREET_TYPES})\b\.?"
+                      rf"|\b[A-Z][\w\-]*(?:{_STREET_TYPES.lower()})\s+\d{{1,5}}[A-Za-z]?\b")
+
+
+def _digits(text: str) -> int:
+    return sum(ch.isdigit() for ch in text)
+
+
+def find_details(text: str) -> list[tuple[str, int, int]]:
+    """(shape, start, end) of each phone number, email, web or street address in *text*, in order."""
+    found: list[tuple[str, int, int]] = []
+    for m in _EMAIL.finditer(text):
+        found.append(("email", m.start(), m.end()))
+    for m in _URL.finditer(text):
+        if not any(s <= m.start() < e for _, s, e in found):
+            found.append(("web", m.start(), m.end()))
+    for m in _PHONE.finditer(text):
+        span = m.group(0).strip()
+        if _digits(span) >= 7 and not re.fullmatch(r"\d{1,2}[./-]\d{1,2}[./-]\d{2,4}", span):  # not a date
+            if not any(s <= m.start() < e for _, s, e in found):
+                found.append(("phone", m.start(), m.start() + len(m.group(0).rstrip())))
+    for m in _ADDRESS.finditer(text):
+        if not any(s <= m.start() < e for _, s, e in found):
+            found.append(("address", m.start(), m.end()))
+    return sorted(found, key=lambda f: f[1])
+
+
+def held_from(text: str) -> int:
+    """Where the part of *text* that may still grow into a detail begins (len(text): nothing).
+
+    The guard holds that part back instead of showing it: an unfinished word
+    ("jo.smith" may become an email address), a digit run ("555-12" may become
+    a phone number), a house number with capitalised words ("221 Baker" may
+    become a street address).
+
+    >>> [held_from(t) for t in ("call me at 555-12", "call me at ", "at 221 Baker", "write to jo")]
+    [11, 11, 3, 9]
+    """
+    start = len(text)
+    if text and not text[-1].isspace():
+        start = len(text.rstrip()) - len(text.rstrip().split()[-1]) if text.strip() else 0
+    m = re.search(r"\+?\(?\d[\d \t().\-/]*$", text)
+    if m:
+        start = min(start, m.start())
+    m = re.search(r"\b\d{1,5}[A-Za-z]?[ \t]+(?:[A-Z][\w'\-]*\.?[ \t]*){0,3}$", text)
+    if m:
+        start = min(start, m.start())
+    return start
+
+
+class DetailGuard:
+    """Streams model text, holding back what may become a detail; stops before an invented one.
+
+    >>> g = DetailGuard()
+    >>> g.feed(" call me at"), g.feed(" 555"), g.feed("-123-4567."), g.stopped
+    (' call me ', 'at ', '', True)
+    """
+
+    def __init__(self) -> None:
+        self.held = ""
+        self.stopped = False
+
+    def feed(self, text: str) -> str:
+        """The text that is safe to show now (never an invented detail)."""
+        if self.stopped:
+            return ""
+        buf = self.held + text
+        found = find_details(buf)
+        if found:
+            self.stopped, self.held = True, ""
+            return buf[: found[0][1]].rstrip(" ")
+        cut = held_from(buf)
+        self.held = buf[cut:]
+        return buf[:cut]
+
+    def release(self) -> str:
+        """Before text that is not the model's (a chunk): what is held goes out as it is."""
+        out, self.held = self.held, ""
+        return out
+
+    def flush(self) -> str:
+        """At the end: what is held, unless it may be the start of an invented detail."""
+        held, self.held = self.held, ""
+        if self.stopped or find_details(held):
+            return ""
+        digits = sum(ch.isdigit() for ch in held)
+        if digits >= 3 or "@" in held:
+            return ""          # "555-12" at the length limit: the start of an invented number
+        return held

@@ -1,0 +1,74 @@
+"""Invented details: the shapes, the streaming guard, and the decoder that stops before one."""
+import pytest
+
+from core.details import DetailGuard, find_details
+from core.engine import GenerationRequest
+
+
+@pytest.mark.parametrize("text, shape", [
+    ("Call me at (555) 123-4567 today", "phone"),
+    ("Reach me at +44 20 7946 0958 anytime", "phone"),
+    ("Ring 1-800-222-1111.", "phone"),
+    ("mail ana.marin@posteo.de please", "email"),
+    ("see github.com/anamarin-dev", "web"),
+    ("visit https://anamarin.design", "web"),
+    ("We live at 1000 Elmwood Road, Springfield", "address"),
+    ("Lindenstraße 42, 10969 Berlin", "address"),
+])
+def test_shapes_are_found(text, shape):
+    assert [s for s, _, _ in find_details(text)] == [shape]
+
+
+@pytest.mark.parametrize("text", [
+    "The meeting is at 10:30 on 12 May 2026.",
+    "between 2023 and 2024 we grew 15%",
+    "It costs 1,250.00 euros for 3 people.",
+    "I will be there at 5 pm. Thanks, Jo.",
+    "Room 101 is on the second floor.",
+])
+def test_ordinary_numbers_are_not_details(text):
+    assert find_details(text) == []
+
+
+def test_guard_never_shows_a_digit_of_an_invented_number_token_by_token():
+    """Fed one character at a time (the worst case for a stream), nothing of the number shows."""
+    guard = DetailGuard()
+    shown = "".join(guard.feed(ch) for ch in " call me at 555-123-4567. Thanks") + guard.flush()
+    assert guard.stopped
+    assert shown.rstrip() == " call me at" and not any(ch.isdigit() for ch in shown)
+
+
+def test_guard_releases_ordinary_text_and_times():
+    guard = DetailGuard()
+    text = " see you at 10:30 on Friday, in room 4."
+    shown = "".join(guard.feed(ch) for ch in text) + guard.flush()
+    assert shown == text and not guard.stopped
+
+
+def test_guard_drops_an_unfinished_number_at_the_end():
+    guard = DetailGuard()
+    shown = guard.feed(" my number is 555-12") + guard.flush()
+    assert shown.rstrip() == " my number is"
+
+
+def test_decoder_stops_before_an_invented_phone_number(make_engine):
+    """With no phone number stored, the model makes one up after this prompt (checked with the guard off);
+    with the guard (the default) the suggestion ends before it."""
+    prompt = "Hi Sam,\n\nIf anything comes up during the interview, please ring me directly at"
+    engine = make_engine()
+    raw = engine.generate(GenerationRequest(prompt, max_tokens=24, guard_details=False)).text
+    assert any(s == "phone" for s, _, _ in find_details(raw)), raw      # the bug this guards against
+    guarded = engine.generate(GenerationRequest(prompt, max_tokens=24))
+    assert find_details(guarded.text) == [] and guarded.stats.stop_reason == "detail"
+    assert raw.startswith(guarded.text.rstrip())
+
+
+def test_a_chunk_is_not_held_back(make_engine):
+    """The user's own number comes as a chunk and shows whole: the guard is for the model's inventions."""
+    engine = make_engine()
+    cid = engine.store.add_chunk("(555) 123-4567", kind="pii", label="phone",
+                                 contexts=["You can call me at", "My phone number is"])
+    engine.refresh()
+    out = engine.generate(GenerationRequest("Thanks! My phone number is", max_tokens=16))
+    assert [s.chunk_id for s in out.spans][:1] == [cid]
+    assert "(555) 123-4567" in out.text
