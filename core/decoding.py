@@ -31,6 +31,14 @@ from .llama_runtime import LlamaRuntime
 from .knn import KnnLM
 from .matching import REPEATABLE_KINDS, ChunkMatcher, Proposal
 from .sampling import Sampler, StopMatcher, Utf8Stream
+from .slots import OWNER_MIN, writer_evidence
+from .text import at_sentence_start, is_sentence
+
+# The chunk's first token must be at least this plausible here (natural log). Measured with the
+# bundled model: legitimate slots -4.7 to -12.0 ("Text me whenever:" -> "+49", "Ship to:" -> "Lindenstraße"),
+# a job title after a bare "I" -18 to -21.
+FIRST_TOKEN_FLOOR = -15.0
+LEAD_IN_WORDS = 2         # words the model may write before one of the user's values
 
 
 @dataclass(frozen=True)
@@ -120,6 +128,8 @@ class Decoder:
         self._utf8 = Utf8Stream()
         self._stops = _AttributedStops(settings.stop)
         self._guard = DetailGuard() if settings.guard_details else None
+        self._prompt_chars = 0     # where the generated part of self._text begins
+        self._last_value = False   # the newest piece was one of the user's own values (pii / snippet)
         self._recent_hidden: list[np.ndarray] = []
         self._used_chunks: set[int] = set()
         self._text = ""           # prompt tail + generated text, for matching's words
@@ -145,6 +155,7 @@ class Decoder:
     def run(self, prompt_tokens: Sequence[int], prompt_text: str = "") -> Iterator[Piece]:
         start = time.perf_counter()
         self._text = prompt_text[-2000:]
+        self._prompt_chars = len(self._text)
         state = self.prefill(prompt_tokens)
         if self._anchors is not None:
             self._anchors.reduce()                   # the prefix's earlier sentences (Algorithm 1, line 10)
@@ -171,6 +182,10 @@ class Decoder:
                     tokens, state = self.verify(token, draft, from_chunk)
                 decoded = bool(draft)
                 piece = self.piece_for(tokens)
+                if self.glues_to_value(piece):
+                    reason = "detail"             # "linkedin.com/in/ana" + "-jordan": the value ends here
+                    break
+            self._last_value = piece.source == "chunk" and piece.kind not in REPEATABLE_KINDS
             if self.drafter is not None:
                 self.drafter.extend(tokens)
             pieces, stopped = self._stops.feed_all(self.guard(piece))
@@ -205,9 +220,52 @@ class Decoder:
             return None
         # With drafting, weaker matches are worth scoring too: they become drafts.
         greedy = not self.s.sample_acceptance and self.drafter is None
-        return self.matcher.propose(state.hidden, state.local, self._text, exclude=self._used_chunks,
-                                    greedy=greedy, last_token=self.rt.tokens[-1] if self.rt.tokens else None,
-                                    model_choice=int(np.argmax(state.logits)))
+        proposal = self.matcher.propose(state.hidden, state.local, self._text, exclude=self._used_chunks,
+                                        greedy=greedy, last_token=self.rt.tokens[-1] if self.rt.tokens else None,
+                                        model_choice=int(np.argmax(state.logits)))
+        if proposal is not None and proposal.kind not in REPEATABLE_KINDS and not self.fits_here(proposal, state):
+            return None
+        return proposal
+
+    def glues_to_value(self, piece: Piece) -> bool:
+        """Model text right after one of the user's values that would run on into it (not a space or punctuation)."""
+        if not self._last_value or not piece.text:
+            return False
+        first = piece.text[0]
+        if first.isspace() or first in ",;:!?)]}\"'":
+            return False
+        return not (first == "." and (len(piece.text) == 1 or piece.text[1].isspace()))
+
+    def fits_here(self, proposal: Proposal, state: _State) -> bool:
+        """One of the user's own chunks goes here only where the text can take it, and it is theirs.
+
+        - where the user's text leads into it: at the cursor, or after at most
+          LEAD_IN_WORDS words the model adds (" at", " me on"), never deep in a
+          continuation the model made up;
+        - grammar: the model must find the chunk's first token at least remotely
+          plausible (log p >= FIRST_TOKEN_FLOOR); after a bare "I" a job title is not;
+        - a whole sentence (a snippet) starts a sentence, never the middle of one;
+        - whose: :meth:`writer_owns_slot`.
+        """
+        lead_in = self._text[self._prompt_chars:]
+        if len(lead_in.split()) > LEAD_IN_WORDS or any(ch in lead_in for ch in ".!?\n"):
+            return False
+        tokens = self._continuation_tokens(proposal)
+        logits = state.logits.astype(np.float64)
+        top = logits.max()
+        if logits[tokens[0]] - top - np.log(np.exp(logits - top).sum()) < FIRST_TOKEN_FLOOR:
+            return False
+        if is_sentence(proposal.text) and not at_sentence_start(self._text):
+            return False
+        return self.writer_owns_slot()
+
+    def writer_owns_slot(self) -> bool:
+        """The user's own detail, not a colleague's or the hotel's: the model's what-if continuation decides.
+
+        One peek of three tokens (the cache is left as it was), only at steps
+        where one of the user's own chunks was about to be proposed.
+        """
+        return writer_evidence(self.rt) > OWNER_MIN
 
     def accept(self, proposal: Proposal) -> bool:
         if self.s.sample_acceptance:
@@ -322,6 +380,8 @@ class Decoder:
 
     def _continuation_tokens(self, proposal: Proposal) -> list[int]:
         """Tokenize the chunk after the actual text, so BPE joins it as it would here."""
+        if self._text[-1:] in (" ", "\t"):     # the text already ends in a space: no second one before the chunk
+            return self.rt.tokenize(proposal.text.lstrip(" "), add_special=False) or list(proposal.tokens)
         return self._encoder.continuation(self._text, proposal.text, proposal.tokens)
 
     def _flush(self, ended: bool = False) -> Iterator[Piece]:

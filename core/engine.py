@@ -29,12 +29,15 @@ from .knn import KnnLM, KnnSettings
 from .llama_runtime import LlamaRuntime
 from .matching import DEFAULT_THRESHOLD, ChunkMatcher
 from .paths import resolve_model_path
+from . import slots
 from .sampling import Sampler
+from .slots import SlotClassifier
 from .store import ChunkStore
 
 MODES = ("complete", "chat")
 ENCODE_BATCH = 64
 _stats_cache: dict[str, ModelStats] = {}
+_slots_cache: dict[str, SlotClassifier] = {}
 _stats_lock = threading.Lock()
 
 Progress = Callable[[int, int], None]
@@ -169,7 +172,9 @@ class Engine:
     @property
     def matcher(self) -> ChunkMatcher:
         if self._matcher is None:
-            self._matcher = ChunkMatcher(self._model_stats(self._progress), self._threshold)
+            matcher = ChunkMatcher(self._model_stats(self._progress), self._threshold)
+            matcher.slots = self._slot_classifier(matcher.stats, self._progress)
+            self._matcher = matcher
         return self._matcher
 
     # ------------------------------------------------------------ set-up
@@ -188,6 +193,24 @@ class Engine:
                 self.store.save_model_stats(self.model_id, source, stats.mean, stats.whitener, stats.background)
             _stats_cache[key] = stats
             return stats
+
+    def _slot_classifier(self, stats: ModelStats, progress: Progress | None) -> SlotClassifier | None:
+        """The slot classifier for this model: cached, saved in the store, shipped (bundled model), or trained once."""
+        source = f"{slots.source_id()}|{ModelStats.source_id()}"
+        key = f"{self.runtime.identity}|{source}"
+        with _stats_lock:
+            if key in _slots_cache:
+                return _slots_cache[key]
+            saved = self.store.slot_model(self.model_id, source) or slots.shipped(self.runtime.identity, source)
+            if saved is not None:
+                clf = SlotClassifier.from_bytes(*saved)
+            elif not slots.TRAINING_FILE.exists():
+                return None
+            else:
+                clf = slots.train(self.runtime, stats, progress)
+            self.store.save_slot_model(self.model_id, source, *clf.to_bytes())
+            _slots_cache[key] = clf
+            return clf
 
     @property
     def index_path(self) -> Path | None:

@@ -346,6 +346,20 @@ class LlamaRuntime:
             del self.tokens[n:]
             self.dropped = {p for p in self.dropped if p < n}
 
+    def peek(self, tokens: Sequence[int]) -> np.ndarray:
+        """Log-probabilities (V,) of the token after *tokens* appended to the cache; the cache is left as it was.
+
+        A what-if evaluation: matching asks the model how the text would go on
+        ("... (that is my" or "... (that is her") without changing the story.
+        """
+        n = len(self.tokens)
+        try:
+            logits = self.eval(tokens, outputs="last", hidden=False).logits[-1].astype(np.float64)
+        finally:
+            self.truncate(n)
+        logits -= logits.max()
+        return logits - np.log(np.exp(logits).sum())
+
     def reset(self) -> None:
         self._lib.llama_memory_clear(self._memory, True)
         self.tokens.clear()

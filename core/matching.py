@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
@@ -40,7 +39,9 @@ import numpy as np
 
 from .encoding import BACKGROUND_FILE, ModelStats
 from .index import VectorIndex
+from .slots import SlotClassifier, features as slot_features
 from .store import ChunkStore
+from .text import current_sentence, words
 
 CANDIDATES = 16          # nearest contexts fetched per step
 LEXICAL_WEIGHT = 0.3     # weight of word overlap in the chunk choice
@@ -53,16 +54,9 @@ SHORT_SENTENCE = 3       # word overlap of shorter sentences counts for less
 # person's phone number or a snippet written twice in one email does not.
 REPEATABLE_KINDS = frozenset({"self", "teacher"})
 REPEAT_WINDOW = 200      # characters in which even a mined phrase is not offered again
-_WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
-_SENTENCE_END = re.compile(r"[.!?\n]\s")
-
-
-def words(text: str) -> list[str]:
-    """Lower-cased words with a crude plural strip ("emails" -> "email")."""
-    out = []
-    for w in _WORD_RE.findall(text.lower()):
-        out.append(w[:-1] if len(w) > 3 and w.endswith("s") else w)
-    return out
+TYPED = 0.5              # a chunk whose contexts the slot classifier reads as one field type this surely is "typed"
+TYPE_FLOOR = 0.1         # type agreement at threshold 0 (dev split, bench/personal.py)
+TYPE_SPAN = 0.6          # ... rising to TYPE_FLOOR + TYPE_SPAN at threshold 1
 
 
 def _load_field_words() -> dict[str, set[str]]:
@@ -89,12 +83,6 @@ def chunk_words(contexts: Iterable[str], label: str | None) -> set[str]:
     """The words matching looks for: the chunk's contexts, its label, and its field's usual words."""
     bag = set(words(" ".join(contexts) + " " + (label or "")))
     return bag | FIELD_WORDS.get((label or "").lower().strip(), set())
-
-
-def current_sentence(text: str, limit: int = 300) -> str:
-    tail = text[-limit:]
-    ends = list(_SENTENCE_END.finditer(tail))
-    return tail[ends[-1].end():] if ends else tail
 
 
 @dataclass(frozen=True)
@@ -213,6 +201,10 @@ class ChunkMatcher:
         self._mined_entries: frozenset[int] = frozenset()
         self._experts = 0                               # rows of pii / snippet / phrase chunks
         self._chunks: dict[int, dict] = {}          # chunk id -> kind, label, text, words, tokens
+        self.slots: SlotClassifier | None = None    # what kind of detail comes next (core/slots.py)
+        self._typed_ids = np.empty(0, dtype=np.int64)   # typed expert chunks, in the order of the rows below
+        self._types = np.empty((0, 0), np.float32)      # (n typed, fields): each chunk's field-type distribution
+        self._typed_label: dict[int, int] = {}          # typed chunk id -> an encoding label (its tokens)
 
     def __len__(self) -> int:
         return len(self.index)
@@ -253,7 +245,50 @@ class ChunkMatcher:
         self._mined_entries = frozenset(self._entry[self._mined].tolist())
         self._experts = int((~self._mined).sum())
         self.calibration = self._calibrate()
+        self._type_chunks(store, rows)
         return status
+
+    def _type_chunks(self, store: ChunkStore, rows) -> None:
+        """Each expert chunk's field type: the slot classifier's reading of its own stored contexts."""
+        self._typed_ids, self._types, self._typed_label = np.empty(0, np.int64), np.empty((0, 0), np.float32), {}
+        if self.slots is None or not rows:
+            return
+        expert = [r for r, mined in zip(rows, self._mined) if not mined]
+        if not expert:
+            return
+        context_text = {c.id: c.text for cid in {r.chunk_id for r in expert}
+                        for c in store.get_chunk(cid).contexts}
+        labels = [r.label for r in expert]
+        x = slot_features(self.stats, store.encoding_vectors(labels, "vector"),
+                          store.encoding_vectors(labels, "vector_local"),
+                          [context_text.get(r.context_id, "") for r in expert])
+        probs = self.slots.predict(x)[:, : len(self.slots.fields)]          # (n contexts, fields)
+        ids, types = [], []
+        for chunk_id in sorted({r.chunk_id for r in expert}):
+            mine = [i for i, r in enumerate(expert) if r.chunk_id == chunk_id]
+            t = probs[mine].mean(axis=0)
+            if t.sum() >= TYPED:
+                ids.append(chunk_id)
+                types.append(t / t.sum())
+                self._typed_label[chunk_id] = expert[mine[0]].label
+        self._typed_ids = np.asarray(ids, dtype=np.int64)
+        self._types = np.asarray(types, dtype=np.float32).reshape(len(ids), -1)
+
+    def is_typed(self, chunk_id: int) -> bool:
+        return chunk_id in self._typed_label
+
+    def type_agreement(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str) -> dict[int, float]:
+        """For each typed chunk: how surely the next thing is a detail of its type (0..1)."""
+        if self.slots is None or len(self._typed_ids) == 0:
+            return {}
+        x = slot_features(self.stats, hidden[None, :], hidden_local[None, :], [text])
+        p = self.slots.predict(x)[0, : len(self.slots.fields)]                   # (fields,)
+        scores = self._types @ p                                                 # (n typed,)
+        return dict(zip(self._typed_ids.tolist(), scores.tolist()))
+
+    @property
+    def type_cutoff(self) -> float:
+        return TYPE_FLOOR + TYPE_SPAN * self.threshold
 
     def _calibrate(self) -> Calibration:
         """Background level: the best match score of ordinary text positions (no shared words).
@@ -353,9 +388,15 @@ class ChunkMatcher:
         *greedy*: the caller accepts only when q >= 0.5, so weaker matches are
         not worth scoring; with sampled acceptance any q > 0 counts.
         """
+        typed = self.typed_proposal(hidden, hidden_local, text, exclude)
+        if typed is not None:
+            return typed
         floor = self.calibration.raw_cutoff(self.threshold) if greedy else max(self.eta, self.calibration.background)
         ranked = self.candidates(hidden, hidden_local, text, exclude, min_match=floor, last_token=last_token,
                                  model_choice=model_choice)
+        # A typed chunk comes only where the slot classifier agrees (the typed route above);
+        # context similarity alone put phone numbers where email addresses go.
+        ranked = [c for c in ranked if not self.is_typed(c.chunk_id)] if self.slots is not None else ranked
         if not ranked:
             return None
         best = ranked[0]
@@ -367,6 +408,25 @@ class ChunkMatcher:
         return Proposal(chunk_id=best.chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
                         tokens=self._tokens[best.label], similarity=round(match, 4),
                         score=self.calibration.to_scale(match), q=q)
+
+
+    def typed_proposal(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
+                       exclude: Iterable[int] = ()) -> Proposal | None:
+        """The typed chunk (phone, email, address...) whose field the slot classifier expects here, if sure enough."""
+        agreement = self.type_agreement(hidden, hidden_local, text)
+        if not agreement:
+            return None
+        skip, recent = set(exclude), text[-2000:]
+        for chunk_id, score in sorted(agreement.items(), key=lambda kv: kv[1], reverse=True):
+            if score < self.type_cutoff:
+                return None
+            info = self._chunks[chunk_id]
+            if chunk_id in skip or info["text"] in recent:
+                continue
+            return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
+                            tokens=self._tokens[self._typed_label[chunk_id]], similarity=round(score, 4),
+                            score=score, q=1.0)
+        return None
 
 
 @dataclass

@@ -27,7 +27,7 @@ import sqlite_utils
 
 from .errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 KINDS = ("pii", "snippet", "phrase")
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 MAX_CHUNK_CHARS = 20_000
@@ -193,7 +193,15 @@ def _migrate_3(db: sqlite_utils.Database) -> None:
     db["knn_entries"].create_index(["model_id", "doc_hash"])
 
 
-MIGRATIONS = [_migrate_1, _migrate_2, _migrate_3]
+def _migrate_4(db: sqlite_utils.Database) -> None:
+    # The slot classifier trained for a model (core/slots.py): no user data, only the shipped corpus's weights.
+    db["slot_models"].create(
+        {"model_id": int, "source": str, "classes": str, "weights": bytes, "bias": bytes},
+        pk="model_id", foreign_keys=[("model_id", "models", "id")],
+    )
+
+
+MIGRATIONS = [_migrate_1, _migrate_2, _migrate_3, _migrate_4]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -632,6 +640,20 @@ class ChunkStore:
                 (model_id, source, mean.astype(np.float32).tobytes(), whitener.astype(np.float32).tobytes(),
                  background.astype(np.float16).tobytes()),
             )
+
+    # -- per-model slot classifier (trained on the shipped corpus, not on the user's text)
+
+    def slot_model(self, model_id: int, source: str) -> tuple[str, bytes, bytes] | None:
+        """(classes JSON, weights, bias) saved for this model and training source, if any."""
+        row = self.db.conn.execute(
+            "SELECT source, classes, weights, bias FROM slot_models WHERE model_id=?", (model_id,)).fetchone()
+        return None if not row or row[0] != source else (row[1], row[2], row[3])
+
+    def save_slot_model(self, model_id: int, source: str, classes: str, weights: bytes, bias: bytes) -> None:
+        with self._guard():
+            self.db.conn.execute(
+                "INSERT OR REPLACE INTO slot_models (model_id, source, classes, weights, bias) VALUES (?,?,?,?,?)",
+                (model_id, source, classes, weights, bias))
 
     # -- kNN-LM datastore
 

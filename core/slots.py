@@ -1,0 +1,247 @@
+"""What kind of thing the writer is about to write: their own phone number, email, address... or nothing personal.
+
+Matching a chunk's stored contexts alone does not carry a 135M model to phrasings
+nobody stored ("Text me whenever:" shares no context with "My phone number is";
+docs/matching.md measures it).  A *slot classifier* reads the model's own state
+at the cursor (whitened final state and local vector, the same features the
+chunk index uses) and says which field, if any, comes next, and whether it is
+the writer's own or someone else's:
+
+    classes: one per field type in core/data/slot_training.json (phone, email, address, name, company, ...),
+             plus "third_party" (someone else's detail, a time, a place) and "none" (ordinary text)
+
+It is a multinomial logistic regression trained once per model on that shipped,
+independently written corpus, plus ordinary text positions of the background
+emails as "none".  A user's chunk gets a field-type distribution by classifying
+its *own* stored contexts, so labels and value formats need no rules:
+"Bank details:" makes a chunk an IBAN because the model's state there looks
+like the states of IBAN lead-ins.
+
+>>> SlotClassifier.fit(np.eye(3), np.array([0, 1, 2]), ["a", "b", "none"]).predict(np.eye(3)).argmax(1).tolist()
+[0, 1, 2]
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .encoding import BACKGROUND_FILE, LOCAL_WINDOW, ModelStats
+from .llama_runtime import LlamaRuntime
+from .text import current_sentence, words
+
+TRAINING_FILE = BACKGROUND_FILE.parent / "slot_training.json"
+SLOTS_VERSION = 1
+NONE, THIRD_PARTY = "none", "third_party"
+PACK_TOKENS = 448        # training fragments are packed into passes of about this many tokens
+L2 = 1e-4                # weight decay of the logistic regression
+EPOCHS = 800
+BOW_DIM = 4096           # hashed words of the sentence being written
+BOW_WEIGHT = 2.0         # words against the model's state (dev split: 0 / 1 / 2 -> right field first 61 / 73 / 76%)
+# Whose detail comes next: the model's own continuation of "<text> (that is my|his|her|their|your".
+OWNER_PROBE = " (that is"
+WRITER, OTHERS = " my", (" his", " her", " their", " your")
+OWNER_MIN = -0.5         # log-odds below which a detail is taken to be someone else's (dev split)
+
+
+def source_id() -> str:
+    """What a trained classifier depends on besides the model: this code's version and the corpus."""
+    data = TRAINING_FILE.read_bytes() if TRAINING_FILE.exists() else b""
+    return (f"slots-v{SLOTS_VERSION}:{LOCAL_WINDOW}:{BOW_DIM}:{BOW_WEIGHT}:{L2}:{EPOCHS}:"
+            f"{hashlib.sha1(data).hexdigest()[:12]}")
+
+
+def training_items() -> list[tuple[str, str]]:
+    """(text, class) pairs from core/data/slot_training.json."""
+    data = json.loads(TRAINING_FILE.read_text(encoding="utf-8"))
+    items = [(t, field) for field, texts in data["fields"].items() for t in texts]
+    items += [(t, THIRD_PARTY) for t in data.get("third_party", [])]
+    items += [(t, NONE) for t in data.get("neutral", [])]
+    return items
+
+
+@dataclass
+class SlotClassifier:
+    """Softmax regression over whitened [state, local] features (2d,) -> class probabilities."""
+
+    classes: list[str]
+    weights: np.ndarray      # (C, 2d)
+    bias: np.ndarray         # (C,)
+
+    @property
+    def fields(self) -> list[str]:
+        return [c for c in self.classes if c not in (NONE, THIRD_PARTY)]
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        """(n, 2d) -> (n, C) probabilities."""
+        z = np.atleast_2d(features).astype(np.float32) @ self.weights.T + self.bias
+        z -= z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+    @classmethod
+    def fit(cls, x: np.ndarray, y: np.ndarray, classes: Sequence[str], epochs: int = EPOCHS,
+            l2: float = L2) -> "SlotClassifier":
+        """Full-batch gradient descent with Adam; classes weighted equally (balanced)."""
+        n, d = x.shape
+        c = len(classes)
+        x = x.astype(np.float32)
+        onehot = np.zeros((n, c), np.float32)
+        onehot[np.arange(n), y] = 1.0
+        counts = np.maximum(onehot.sum(0), 1.0)
+        sample_w = (n / (c * counts))[y][:, None].astype(np.float32)
+        w = np.zeros((c, d), np.float32)
+        b = np.zeros(c, np.float32)
+        m_w, v_w, m_b, v_b = (np.zeros_like(w), np.zeros_like(w), np.zeros_like(b), np.zeros_like(b))
+        lr, beta1, beta2 = 0.05, 0.9, 0.999
+        for step in range(1, epochs + 1):
+            z = x @ w.T + b
+            z -= z.max(axis=1, keepdims=True)
+            p = np.exp(z)
+            p /= p.sum(axis=1, keepdims=True)
+            g = (p - onehot) * sample_w / n              # (n, c)
+            gw = g.T @ x + l2 * w
+            gb = g.sum(0)
+            m_w = beta1 * m_w + (1 - beta1) * gw
+            v_w = beta2 * v_w + (1 - beta2) * gw * gw
+            m_b = beta1 * m_b + (1 - beta1) * gb
+            v_b = beta2 * v_b + (1 - beta2) * gb * gb
+            corr1, corr2 = 1 - beta1 ** step, 1 - beta2 ** step
+            w -= lr * (m_w / corr1) / (np.sqrt(v_w / corr2) + 1e-8)
+            b -= lr * (m_b / corr1) / (np.sqrt(v_b / corr2) + 1e-8)
+        return cls(list(classes), w, b)
+
+    # -- saving
+
+    def to_bytes(self) -> tuple[str, bytes, bytes]:
+        return json.dumps(self.classes), self.weights.astype(np.float32).tobytes(), self.bias.astype(np.float32).tobytes()
+
+    @classmethod
+    def from_bytes(cls, classes: str, weights: bytes, bias: bytes) -> "SlotClassifier":
+        names = json.loads(classes)
+        b = np.frombuffer(bias, dtype=np.float32).copy()
+        w = np.frombuffer(weights, dtype=np.float32).reshape(len(names), -1).copy()
+        return cls(names, w, b)
+
+
+def bag_of_words(texts: Sequence[str]) -> np.ndarray:
+    """Hashed words of each text's current sentence, and of its last three words apart: (n, BOW_DIM), unit rows.
+
+    >>> bag_of_words(["Text me whenever:"]).shape
+    (1, 4096)
+    """
+    out = np.zeros((len(texts), BOW_DIM), np.float32)
+    for i, text in enumerate(texts):
+        found = words(current_sentence(text))
+        for w in found:
+            out[i, zlib.crc32(w.encode()) % BOW_DIM] = 1.0
+        for w in found[-3:]:
+            out[i, zlib.crc32(("last:" + w).encode()) % BOW_DIM] = 1.0
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.maximum(norms, 1e-12)
+
+
+def shipped_path(identity: str) -> Path:
+    return TRAINING_FILE.parent / f"slots-{hashlib.sha1(identity.encode()).hexdigest()[:12]}.npz"
+
+
+def shipped(identity: str, source: str) -> tuple[str, bytes, bytes] | None:
+    """The classifier trained for a bundled model and shipped with Chunkwise (tools/train_slots.py), if it fits."""
+    path = shipped_path(identity)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if str(data["source"]) != source:
+                return None
+            weights = data["weights"].astype(np.float32)
+            return str(data["classes"]), weights.tobytes(), data["bias"].astype(np.float32).tobytes()
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def save_shipped(identity: str, source: str, clf: SlotClassifier) -> Path:
+    path = shipped_path(identity)
+    np.savez_compressed(path, source=np.array(source), classes=np.array(json.dumps(clf.classes)),
+                        weights=clf.weights.astype(np.float16), bias=clf.bias.astype(np.float32))
+    return path
+
+
+def features(stats: ModelStats, hidden: np.ndarray, local: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+    """Whitened state and local vector, and the words: (n, d), (n, d), n texts -> (n, 2d + BOW_DIM)."""
+    return np.hstack([stats.transform(hidden), stats.transform(local), BOW_WEIGHT * bag_of_words(texts)])
+
+
+def writer_evidence(rt: LlamaRuntime) -> float:
+    """Log-odds that the detail after the cached text is the writer's own rather than someone else's.
+
+    The model continues "<text> (that is" with " my" or with " his / her /
+    their / your": a sentence about a colleague's number or the hotel's
+    address leans to the others (dev split: median +0.2 where the writer's
+    own detail comes next, -1.3 where someone else's does).
+    """
+    lp = rt.peek(rt.tokenize(OWNER_PROBE, add_special=False))
+    mine = lp[rt.tokenize(WRITER, add_special=False)[0]]
+    others = [lp[rt.tokenize(w, add_special=False)[0]] for w in OTHERS]
+    return float(mine - np.logaddexp.reduce(others))
+
+
+def text_features(rt: LlamaRuntime, stats: ModelStats, texts: Sequence[str],
+                  progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+    """Features at the end of each text, evaluated in packed passes.
+
+    Fragments are joined with blank lines into passes of about PACK_TOKENS
+    tokens (an email's earlier paragraphs are context too), so a few hundred
+    fragments cost a few dozen forward passes instead of one each.
+    """
+    sep = rt.tokenize("\n\n", add_special=False)
+    order = list(range(len(texts)))
+    random.Random(0).shuffle(order)          # neighbours in a pass come from any class
+    texts = list(texts)
+    hidden = np.zeros((len(texts), rt.n_embd), np.float32)
+    local = np.zeros((len(texts), rt.n_embd), np.float32)
+    done, batch, ends, owners = 0, [], [], []
+
+    def flush() -> None:
+        nonlocal batch, ends, owners
+        if not batch:
+            return
+        rt.reset()
+        out = rt.eval([rt.bos] + batch, outputs="all")                # hidden (1 + n, d)
+        states = out.hidden[1:]
+        for end, i in zip(ends, owners):
+            hidden[i] = states[end]
+            local[i] = states[max(0, end - LOCAL_WINDOW + 1): end + 1].mean(axis=0)
+        batch, ends, owners = [], [], []
+
+    for i in order:
+        toks = rt.tokenize(texts[i].rstrip(" "), add_special=False)[-120:]
+        if batch and len(batch) + len(sep) + len(toks) > PACK_TOKENS:
+            flush()
+        if batch:
+            batch += sep
+        batch += toks
+        ends.append(len(batch) - 1)
+        owners.append(i)
+        done += 1
+        if progress and done % 50 == 0:
+            progress(done, len(texts))
+    flush()
+    rt.reset()
+    return features(stats, hidden, local, texts)
+
+
+def train(rt: LlamaRuntime, stats: ModelStats, progress: Callable[[int, int], None] | None = None) -> SlotClassifier:
+    """Train the slot classifier for this model on the shipped corpus plus background text as "none"."""
+    items = training_items()
+    classes = sorted({c for _, c in items} - {NONE, THIRD_PARTY}) + [THIRD_PARTY, NONE]
+    x = text_features(rt, stats, [t for t, _ in items], progress)
+    y = np.array([classes.index(c) for _, c in items])
+    bg = stats.background[:: 4]                                         # ordinary text positions (n, 2d)
+    x = np.vstack([x, np.hstack([bg, np.zeros((len(bg), BOW_DIM), np.float32)])])
+    y = np.concatenate([y, np.full(len(bg), classes.index(NONE))])
+    return SlotClassifier.fit(x, y, classes)

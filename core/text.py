@@ -1,0 +1,46 @@
+"""Words and sentences of a draft, defined once for matching and the slot classifier.
+
+>>> words("Emails: see my GitHub"), current_sentence("Thanks. Call me at")
+(['email', 'see', 'my', 'github'], 'Call me at')
+"""
+from __future__ import annotations
+
+import re
+
+_WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
+_SENTENCE_END = re.compile(r"[.!?\n]\s")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words with a crude plural strip ("emails" -> "email")."""
+    out = []
+    for w in _WORD_RE.findall(text.lower()):
+        out.append(w[:-1] if len(w) > 3 and w.endswith("s") else w)
+    return out
+
+
+def current_sentence(text: str, limit: int = 300) -> str:
+    """The sentence being written: the text after the last sentence end (within *limit* characters)."""
+    tail = text[-limit:]
+    ends = list(_SENTENCE_END.finditer(tail))
+    return tail[ends[-1].end():] if ends else tail
+
+
+def is_sentence(text: str) -> bool:
+    """A whole sentence (a snippet), as opposed to a value: capitalised, four words or more, ends like a sentence.
+
+    >>> is_sentence("I am available Monday to Thursday."), is_sentence("Lindenstraße 42, Berlin")
+    (True, False)
+    """
+    text = text.strip()
+    return bool(text) and text[0].isupper() and text[-1] in ".!?" and len(text.split()) >= 4
+
+
+def at_sentence_start(text: str) -> bool:
+    """Whether the next word would begin a sentence (after . ! ? : or a line break, or at the very start).
+
+    >>> at_sentence_start("Thanks for the files."), at_sentence_start("a meeting with")
+    (True, False)
+    """
+    tail = text.rstrip(" \t")
+    return not tail or tail[-1] in ".!?:\n"
