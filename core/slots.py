@@ -37,6 +37,8 @@ from .llama_runtime import LlamaRuntime
 from .text import current_sentence, words
 
 TRAINING_FILE = BACKGROUND_FILE.parent / "slot_training.json"
+# Two batches written independently (by different authors, neither seeing the evaluation data).
+TRAINING_FILES = (TRAINING_FILE, BACKGROUND_FILE.parent / "slot_training_2.json")
 SLOTS_VERSION = 1
 NONE, THIRD_PARTY = "none", "third_party"
 PACK_TOKENS = 448        # training fragments are packed into passes of about this many tokens
@@ -52,17 +54,21 @@ OWNER_MIN = -0.5         # log-odds below which a detail is taken to be someone 
 
 def source_id() -> str:
     """What a trained classifier depends on besides the model: this code's version and the corpus."""
-    data = TRAINING_FILE.read_bytes() if TRAINING_FILE.exists() else b""
+    data = b"".join(f.read_bytes() for f in TRAINING_FILES if f.exists())
     return (f"slots-v{SLOTS_VERSION}:{LOCAL_WINDOW}:{BOW_DIM}:{BOW_WEIGHT}:{L2}:{EPOCHS}:"
             f"{hashlib.sha1(data).hexdigest()[:12]}")
 
 
 def training_items() -> list[tuple[str, str]]:
-    """(text, class) pairs from core/data/slot_training.json."""
-    data = json.loads(TRAINING_FILE.read_text(encoding="utf-8"))
-    items = [(t, field) for field, texts in data["fields"].items() for t in texts]
-    items += [(t, THIRD_PARTY) for t in data.get("third_party", [])]
-    items += [(t, NONE) for t in data.get("neutral", [])]
+    """(text, class) pairs from the shipped corpus (core/data/slot_training*.json)."""
+    items = []
+    for path in TRAINING_FILES:
+        if not path.exists():
+            continue
+        data = json.loads(path.read_text(encoding="utf-8"))
+        items += [(t, field) for field, texts in data["fields"].items() for t in texts]
+        items += [(t, THIRD_PARTY) for t in data.get("third_party", [])]
+        items += [(t, NONE) for t in data.get("neutral", [])]
     return items
 
 

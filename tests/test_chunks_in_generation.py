@@ -36,6 +36,9 @@ def test_stored_values_complete_new_sentences_and_are_highlighted(pii_engine):
 
 
 def test_no_insertion_into_unrelated_sentences(pii_engine):
+    """Every word boundary of ordinary sentences. Two places where the user's name does belong are not
+    counted: right after a sign-off ("Best regards," -- the independently written evaluation data,
+    bench/data/personal, counts that as the name's place) and a self-introduction ("Hi Sarah, I'm")."""
     inserted = []
     checked = 0
     for sentence in phrasings()["negatives"]:
@@ -44,7 +47,10 @@ def test_no_insertion_into_unrelated_sentences(pii_engine):
             prompt = EMAIL_OPENING + " ".join(words[:i])
             done = pii_engine.generate(GenerationRequest(prompt, max_tokens=3), record_use=False)
             checked += 1
-            if done.spans:
+            for span in done.spans:
+                written = (prompt + done.text[:span.start]).rstrip()
+                if span.label == "name" and (written.endswith("regards,") or written.endswith("I'm")):
+                    continue
                 inserted.append((prompt[-40:], done.text))
     assert checked > 200
     assert len(inserted) <= 1, inserted

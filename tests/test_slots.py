@@ -1,0 +1,106 @@
+"""The slot classifier and the gates around the user's own values, with the real default model."""
+import numpy as np
+import pytest
+
+from core import ChunkStore, Engine, GenerationRequest
+from core import slots
+from core.encoding import ModelStats
+from tests.conftest import paper_profile
+
+
+@pytest.fixture(scope="module")
+def profile_engine(runtime):
+    """The paper's profile, four contexts a field, as a user types them into the library."""
+    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+    ids = {}
+    for field, entry in paper_profile().items():
+        ids[field] = engine.store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
+    engine.refresh()
+    yield engine, ids
+    engine.store.close()
+    runtime.reset()
+
+
+def test_the_bundled_model_ships_a_classifier_that_matches_the_training_corpus(runtime):
+    """Without it every new user trains for a minute at first start; a stale file (corpus edited,
+    tools/train_slots.py not re-run) would be silently ignored and retrained."""
+    source = f"{slots.source_id()}|{ModelStats.source_id()}"
+    saved = slots.shipped(runtime.identity, source)
+    assert saved is not None, "run tools/train_slots.py"
+    clf = slots.SlotClassifier.from_bytes(*saved)
+    assert {"phone", "email", "address", "iban", "none", "third_party"} <= set(clf.classes)
+
+
+def test_chunks_are_typed_by_their_own_contexts(profile_engine):
+    """No rules on labels: the phone chunk is a phone because its contexts read like phone lead-ins."""
+    engine, ids = profile_engine
+    m = engine.matcher
+    fields = m.slots.fields
+    for field in ("phone", "email", "address", "github"):
+        assert m.is_typed(ids[field])
+        row = list(m._typed_ids).index(ids[field])
+        assert fields[int(np.argmax(m._types[row]))] == field
+
+
+@pytest.mark.parametrize("field, prompt", [
+    ("phone", "Hi Tom,\n\nIf the line drops during the interview, please ring me directly at"),
+    ("email", "Hi Tom,\n\nPlease send the signed contract to my inbox:"),
+    ("address", "Hi Tom,\n\nThe parcel should be delivered to our office at"),
+])
+def test_an_unstored_phrasing_gets_that_chunk(profile_engine, field, prompt):
+    engine, ids = profile_engine
+    out = engine.generate(GenerationRequest(prompt, max_tokens=24, stop=["\n\n"]), record_use=False)
+    assert [s.chunk_id for s in out.spans][:1] == [ids[field]], out.text
+
+
+@pytest.mark.parametrize("prompt", [
+    "Hi Tom,\n\nIf I am not around, you can call my colleague Priya at",
+    "Hi Tom,\n\nRing the landlord about the boiler, his number is",
+])
+def test_someone_elses_detail_is_not_the_users(profile_engine, prompt):
+    engine, ids = profile_engine
+    out = engine.generate(GenerationRequest(prompt, max_tokens=24, stop=["\n\n"]), record_use=False)
+    assert out.spans == [], out.text
+
+
+def test_writer_evidence_tells_mine_from_hers(runtime):
+    def evidence(text):
+        runtime.reset()
+        runtime.sync(runtime.tokenize(text), last=1, hidden=False)
+        before = list(runtime.tokens)
+        value = slots.writer_evidence(runtime)
+        assert runtime.tokens == before        # a peek leaves the cache as it was
+        return value
+
+    assert evidence("You can call me at") > evidence("You can call my colleague Priya, her number is") + 1.0
+    runtime.reset()
+
+
+def test_a_job_title_does_not_follow_a_bare_I(profile_engine, runtime):
+    """The first-token floor: after "I" the model wants a verb, not the user's title."""
+    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+    cid = engine.store.add_chunk("Senior Data Engineer", "pii", ["My job title is", "I work as"], label="job title")
+    engine.refresh()
+    out = engine.generate(GenerationRequest("Thank you for your prompt response. I", max_tokens=16), record_use=False)
+    assert all(s.start > 0 for s in out.spans if s.chunk_id == cid), out.text     # never "I Senior Data Engineer"
+    engine.store.close()
+
+
+def test_a_trained_classifier_is_kept_in_the_store(tmp_path, runtime, monkeypatch):
+    """A model without a shipped classifier trains once and reads it back from the store next time."""
+    calls = []
+    real_train = slots.train
+    monkeypatch.setattr(slots, "shipped", lambda identity, source: None)
+    monkeypatch.setattr(slots, "training_items", lambda: [("My phone number is", "phone"), ("Email me at", "email"),
+                                                          ("Her number is", "third_party"), ("I hope", "none")])
+    monkeypatch.setattr(slots, "train", lambda *a, **k: calls.append(1) or real_train(*a, **k))
+    import core.engine as engine_module
+    monkeypatch.setattr(engine_module, "_slots_cache", {})
+    db = tmp_path / "c.db"
+    first = Engine(runtime=runtime, store=ChunkStore(db))
+    assert first.matcher.slots is not None and calls == [1]
+    first.store.close()
+    monkeypatch.setattr(engine_module, "_slots_cache", {})
+    second = Engine(runtime=runtime, store=ChunkStore(db))
+    assert second.matcher.slots.classes == first.matcher.slots.classes and calls == [1]
+    second.store.close()
