@@ -272,7 +272,8 @@ class ChunkMatcher:
                 types.append(t / t.sum())
                 self._typed_label[chunk_id] = expert[mine[0]].label
         self._typed_ids = np.asarray(ids, dtype=np.int64)
-        self._types = np.asarray(types, dtype=np.float32).reshape(len(ids), -1)
+        self._types = (np.asarray(types, dtype=np.float32) if ids
+                       else np.empty((0, len(self.slots.fields)), np.float32))   # (n typed, fields)
 
     def is_typed(self, chunk_id: int) -> bool:
         return chunk_id in self._typed_label

@@ -104,3 +104,13 @@ def test_a_trained_classifier_is_kept_in_the_store(tmp_path, runtime, monkeypatc
     second = Engine(runtime=runtime, store=ChunkStore(db))
     assert second.matcher.slots.classes == first.matcher.slots.classes and calls == [1]
     second.store.close()
+
+
+def test_a_store_with_only_untyped_chunks_loads(runtime):
+    """A snippet whose contexts read as no field type: nothing is typed, and matching still works."""
+    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+    cid = engine.store.add_chunk("Kind regards, Sam", "snippet", ["Thanks again for your help."])
+    engine.refresh()
+    assert len(engine.matcher) == 1 and not engine.matcher.is_typed(cid)
+    engine.generate(GenerationRequest("Thanks again for your help.", max_tokens=8), record_use=False)
+    engine.store.close()
