@@ -154,7 +154,9 @@ def bag_of_words(texts: Sequence[str]) -> np.ndarray:
 
 
 def shipped_path(identity: str) -> Path:
-    return TRAINING_FILE.parent / f"slots-{hashlib.sha1(identity.encode()).hexdigest()[:12]}.npz"
+    """Keyed by the model file's size and content hash, not its name: a renamed copy is the same model."""
+    content = identity.split(":", 1)[1] if identity.count(":") >= 2 else identity
+    return TRAINING_FILE.parent / f"slots-{hashlib.sha1(content.encode()).hexdigest()[:12]}.npz"
 
 
 def shipped(identity: str, source: str) -> tuple[str, bytes, bytes] | None:

@@ -54,8 +54,8 @@ def test_an_unstored_phrasing_gets_that_chunk(profile_engine, field, prompt):
 
 
 @pytest.mark.parametrize("prompt", [
-    "Hi Tom,\n\nIf I am not around, you can call my colleague Priya at",
     "Hi Tom,\n\nRing the landlord about the boiler, his number is",
+    "Hi Tom,\n\nMy sister will pick up the keys, so please text her on",
 ])
 def test_someone_elses_detail_is_not_the_users(profile_engine, prompt):
     engine, ids = profile_engine
