@@ -21,6 +21,7 @@ wrote itself, found by core/details.py).
 
     python bench/personal.py                  # both splits, default settings
     python bench/personal.py --split dev --threshold 0.1 --cases 80
+    python bench/personal.py --ablate         # dev split: each gate switched off in turn
 """
 from __future__ import annotations
 
@@ -174,6 +175,42 @@ def report(split: str, s: dict) -> str:
             + table(["field", "right value inserted"], fields) + "\n")
 
 
+ABLATIONS = {
+    "shipped": {},
+    "no slot classifier (retrieval path only)": {"classifier": False},
+    "no writer probe": {"OWNER_MIN": -99.0},
+    "no first-token floor": {"FIRST_TOKEN_FLOOR": -99.0},
+    "no lead-in limit": {"LEAD_IN_WORDS": 99},
+}
+
+
+def ablate(split: str = "dev") -> str:
+    """The dev split with each gate of core/decoding.py and the slot classifier switched off in turn."""
+    import core.decoding as decoding
+    import core.engine as engine_module
+
+    saved = {k: getattr(decoding, k) for k in ("OWNER_MIN", "FIRST_TOKEN_FLOOR", "LEAD_IN_WORDS")}
+    real = engine_module.Engine._slot_classifier
+    rows = []
+    for name, change in ABLATIONS.items():
+        for key, value in change.items():
+            if key == "classifier":
+                engine_module.Engine._slot_classifier = lambda self, stats, progress: None
+            else:
+                setattr(decoding, key, value)
+        try:
+            s, _ = evaluate(split, learned=False)
+        finally:
+            engine_module.Engine._slot_classifier = real
+            for key, value in saved.items():
+                setattr(decoding, key, value)
+        rows.append([name, f"{s['right']}/{s['positives']}", f"{s['wrong_field']}", f"{s['third_party_inserted']}/{s['third_party']}",
+                     f"{s['neutral_inserted']}/{s['neutral']}", str(s["invented"])])
+        print(rows[-1], flush=True)
+    return table(["variant (profile only, no learned store)", "right value", "wrong field", "third party",
+                  "neutral", "invented"], rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--split", choices=("dev", "test", "all", "both"), default="both")
@@ -181,9 +218,13 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=None, help="only the first N cases of each split")
     ap.add_argument("--no-learned", action="store_true", help="the profile alone, no learned store")
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--ablate", action="store_true", help="dev split, each gate switched off in turn")
     args = ap.parse_args()
     print(f"Machine: {machine()}\n")
     OUT.mkdir(exist_ok=True)
+    if args.ablate:
+        print(ablate())
+        return
     splits = ("dev", "test") if args.split == "both" else (args.split,)
     for split in splits:
         summary, verdicts = evaluate(split, args.threshold, args.cases, not args.no_learned, args.verbose)

@@ -45,7 +45,7 @@ PACK_TOKENS = 448        # training fragments are packed into passes of about th
 L2 = 1e-4                # weight decay of the logistic regression
 EPOCHS = 800
 BOW_DIM = 4096           # hashed words of the sentence being written
-BOW_WEIGHT = 2.0         # words against the model's state (dev split: 0 / 1 / 2 -> right field first 61 / 73 / 76%)
+BOW_WEIGHT = 2.0         # words against the model's state (chosen on the dev split of bench/personal.py)
 # Whose detail comes next: the model's own continuation of "<text> (that is my|his|her|their|your".
 OWNER_PROBE = " (that is"
 WRITER, OTHERS = " my", (" his", " her", " their", " your")
@@ -188,9 +188,9 @@ def writer_evidence(rt: LlamaRuntime) -> float:
     """Log-odds that the detail after the cached text is the writer's own rather than someone else's.
 
     The model continues "<text> (that is" with " my" or with " his / her /
-    their / your": a sentence about a colleague's number or the hotel's
-    address leans to the others (dev split: median +0.2 where the writer's
-    own detail comes next, -1.3 where someone else's does).
+    their / your": a sentence about a colleague's number or the landlord's
+    leans to the others (OWNER_MIN chosen on the dev split; bench/personal.py
+    --ablate measures the probe switched off).
     """
     lp = rt.peek(rt.tokenize(OWNER_PROBE, add_special=False))
     mine = lp[rt.tokenize(WRITER, add_special=False)[0]]
