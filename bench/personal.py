@@ -179,7 +179,6 @@ ABLATIONS = {
     "shipped": {},
     "no slot classifier (retrieval path only)": {"classifier": False},
     "no writer probe": {"OWNER_MIN": -99.0},
-    "no first-token floor": {"FIRST_TOKEN_FLOOR": -99.0},
     "no lead-in limit": {"LEAD_IN_WORDS": 99},
 }
 
@@ -189,7 +188,7 @@ def ablate(split: str = "dev") -> str:
     import core.decoding as decoding
     import core.engine as engine_module
 
-    saved = {k: getattr(decoding, k) for k in ("OWNER_MIN", "FIRST_TOKEN_FLOOR", "LEAD_IN_WORDS")}
+    saved = {k: getattr(decoding, k) for k in ("OWNER_MIN", "LEAD_IN_WORDS")}
     real = engine_module.Engine._slot_classifier
     rows = []
     for name, change in ABLATIONS.items():

@@ -34,10 +34,6 @@ from .sampling import Sampler, StopMatcher, Utf8Stream
 from .slots import OWNER_MIN, writer_evidence
 from .text import at_sentence_start, is_sentence
 
-# The chunk's first token must be at least this plausible here (natural log). Seen during development
-# with the bundled model: legitimate slots about -5 to -12 ("Ship to:" -> "Lindenstraße"), a job title
-# right after a bare "I" about -20 (bench/personal.py --ablate measures the floor switched off).
-FIRST_TOKEN_FLOOR = -15.0
 LEAD_IN_WORDS = 2         # words the model may write before one of the user's values
 
 
@@ -223,7 +219,7 @@ class Decoder:
         proposal = self.matcher.propose(state.hidden, state.local, self._text, exclude=self._used_chunks,
                                         greedy=greedy, last_token=self.rt.tokens[-1] if self.rt.tokens else None,
                                         model_choice=int(np.argmax(state.logits)))
-        if proposal is not None and proposal.kind not in REPEATABLE_KINDS and not self.fits_here(proposal, state):
+        if proposal is not None and proposal.kind not in REPEATABLE_KINDS and not self.fits_here(proposal):
             return None
         return proposal
 
@@ -236,24 +232,17 @@ class Decoder:
             return False
         return not (first == "." and (len(piece.text) == 1 or piece.text[1].isspace()))
 
-    def fits_here(self, proposal: Proposal, state: _State) -> bool:
+    def fits_here(self, proposal: Proposal) -> bool:
         """One of the user's own chunks goes here only where the text can take it, and it is theirs.
 
         - where the user's text leads into it: at the cursor, or after at most
           LEAD_IN_WORDS words the model adds (" at", " me on"), never deep in a
           continuation the model made up;
-        - grammar: the model must find the chunk's first token at least remotely
-          plausible (log p >= FIRST_TOKEN_FLOOR); after a bare "I" a job title is not;
         - a whole sentence (a snippet) starts a sentence, never the middle of one;
         - whose: :meth:`writer_owns_slot`.
         """
         lead_in = self._text[self._prompt_chars:]
         if len(lead_in.split()) > LEAD_IN_WORDS or any(ch in lead_in for ch in ".!?\n"):
-            return False
-        tokens = self._continuation_tokens(proposal)
-        logits = state.logits.astype(np.float64)
-        top = logits.max()
-        if logits[tokens[0]] - top - np.log(np.exp(logits - top).sum()) < FIRST_TOKEN_FLOOR:
             return False
         if is_sentence(proposal.text) and not at_sentence_start(self._text):
             return False

@@ -58,9 +58,23 @@ def test_an_unstored_phrasing_gets_that_chunk(profile_engine, field, prompt):
     "Hi Tom,\n\nMy sister will pick up the keys, so please text her on",
 ])
 def test_someone_elses_detail_is_not_the_users(profile_engine, prompt):
+    """Blocked by the classifier's third-party class (and the writer probe, wired in the test below)."""
     engine, ids = profile_engine
     out = engine.generate(GenerationRequest(prompt, max_tokens=24, stop=["\n\n"]), record_use=False)
     assert out.spans == [], out.text
+
+
+def test_the_writer_probe_decides_whether_a_value_goes_in(profile_engine, monkeypatch):
+    """Where the model says the detail is someone else's, the user's value stays out; otherwise it goes in."""
+    import core.decoding as decoding
+
+    engine, ids = profile_engine
+    prompt = "Hi Tom,\n\nIf the line drops during the interview, please ring me directly at"
+    monkeypatch.setattr(decoding, "writer_evidence", lambda rt: -10.0)
+    assert engine.generate(GenerationRequest(prompt, max_tokens=12), record_use=False).spans == []
+    monkeypatch.setattr(decoding, "writer_evidence", lambda rt: 10.0)
+    out = engine.generate(GenerationRequest(prompt, max_tokens=12), record_use=False)
+    assert [s.chunk_id for s in out.spans][:1] == [ids["phone"]]
 
 
 def test_writer_evidence_tells_mine_from_hers(runtime):
@@ -74,16 +88,6 @@ def test_writer_evidence_tells_mine_from_hers(runtime):
 
     assert evidence("You can call me at") > evidence("You can call my colleague Priya, her number is") + 1.0
     runtime.reset()
-
-
-def test_a_job_title_does_not_follow_a_bare_I(profile_engine, runtime):
-    """The first-token floor: after "I" the model wants a verb, not the user's title."""
-    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
-    cid = engine.store.add_chunk("Senior Data Engineer", "pii", ["My job title is", "I work as"], label="job title")
-    engine.refresh()
-    out = engine.generate(GenerationRequest("Thank you for your prompt response. I", max_tokens=16), record_use=False)
-    assert all(s.start > 0 for s in out.spans if s.chunk_id == cid), out.text     # never "I Senior Data Engineer"
-    engine.store.close()
 
 
 def test_a_trained_classifier_is_kept_in_the_store(tmp_path, runtime, monkeypatch):
