@@ -65,7 +65,7 @@ class Stats:
     prompt_reused: int = 0     # prompt tokens found in the KV cache already
     prefill_seconds: float = 0.0
     truncated_tokens: int = 0  # prompt tokens dropped from the left to fit the window
-    stop_reason: str = ""      # "length", "eos", "stop", "cancelled"
+    stop_reason: str = ""      # "length", "eos", "stop", "cancelled", "detail" (an invented detail or a value's end)
     drafted: int = 0           # draft tokens sent for verification
     draft_accepted: int = 0    # of those, tokens the model confirmed (its own choice)
     chunk_drafted: int = 0     # draft tokens that came from below-threshold chunks
@@ -219,8 +219,12 @@ class Decoder:
         proposal = self.matcher.propose(state.hidden, state.local, self._text, exclude=self._used_chunks,
                                         greedy=greedy, last_token=self.rt.tokens[-1] if self.rt.tokens else None,
                                         model_choice=int(np.argmax(state.logits)))
-        if proposal is not None and proposal.kind not in REPEATABLE_KINDS and not self.fits_here(proposal):
-            return None
+        if proposal is not None and proposal.kind not in REPEATABLE_KINDS:
+            # The writer probe runs a decode: state.logits may be a view into llama.cpp's output
+            # buffer (decode_step's copy=False), so keep this step's logits before it is overwritten.
+            state.logits = np.array(state.logits, copy=True)
+            if not self.fits_here(proposal):
+                return None
         return proposal
 
     def glues_to_value(self, piece: Piece) -> bool:

@@ -29,7 +29,12 @@ _STREET_TYPES = (r"Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|
                  r"Square|Sq|Terrace|Close|Crescent|Parkway|Highway|Hwy|Row|Gardens|Rue|Straße|Strasse|str|"
                  r"Weg|Platz|Allee|Gasse|Via|Calle|Avenida")
 _ADDRESS = re.compile(rf"\b\d{{1,5}}[A-Za-z]?\s+(?:[A-Z][\w'\-]*\.?\s+){{0,3}}(?:{_STREET_TYPES})\b\.?"
-                      rf"|\b[A-Z][\w\-]*(?:{_STREET_TYPES.lower()})\s+\d{{1,5}}[A-Za-z]?\b")
+                      rf"|\b[A-Z][\w\-]*(?:straße|strasse|weg|platz|allee|gasse)\s+\d{{1,5}}[A-Za-z]?\b")
+
+
+# Dates, year ranges and time ranges have phone-like digit counts.
+_NOT_PHONE = re.compile(r"\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d{4}[./-]\d{1,2}[./-]\d{1,2}|\d{4}\s*[-/]\s*\d{2,4}"
+                        r"|\d{1,2}[.:]\d{2}\s*-\s*\d{1,2}[.:]\d{2}")
 
 
 def _digits(text: str) -> int:
@@ -46,7 +51,7 @@ def find_details(text: str) -> list[tuple[str, int, int]]:
             found.append(("web", m.start(), m.end()))
     for m in _PHONE.finditer(text):
         span = m.group(0).strip()
-        if _digits(span) >= 7 and not re.fullmatch(r"\d{1,2}[./-]\d{1,2}[./-]\d{2,4}", span):  # not a date
+        if _digits(span) >= 7 and not _NOT_PHONE.fullmatch(span):
             if not any(s <= m.start() < e for _, s, e in found):
                 found.append(("phone", m.start(), m.start() + len(m.group(0).rstrip())))
     for m in _ADDRESS.finditer(text):
@@ -114,6 +119,6 @@ class DetailGuard:
         if self.stopped or find_details(held):
             return ""
         digits = sum(ch.isdigit() for ch in held)
-        if digits >= 3 or "@" in held:
-            return ""          # "555-12" at the length limit: the start of an invented number
+        if digits >= 5 or "@" in held:
+            return ""          # "555-123" at the length limit: the start of an invented number ("10:30" stays)
         return held

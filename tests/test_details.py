@@ -25,6 +25,9 @@ def test_shapes_are_found(text, shape):
     "It costs 1,250.00 euros for 3 people.",
     "I will be there at 5 pm. Thanks, Jo.",
     "Room 101 is on the second floor.",
+    "See you on August 15, we can talk then.",
+    "The 2023-2024 report and the 2026-05-12 release.",
+    "Open 9.00-17.00 on weekdays.",
 ])
 def test_ordinary_numbers_are_not_details(text):
     assert find_details(text) == []
@@ -47,8 +50,13 @@ def test_guard_releases_ordinary_text_and_times():
 
 def test_guard_drops_an_unfinished_number_at_the_end():
     guard = DetailGuard()
-    shown = guard.feed(" my number is 555-12") + guard.flush()
+    shown = guard.feed(" my number is 555-123") + guard.flush()
     assert shown.rstrip() == " my number is"
+
+
+def test_guard_keeps_a_time_at_the_end():
+    guard = DetailGuard()
+    assert guard.feed(" see you at 10:30") + guard.flush() == " see you at 10:30"
 
 
 def test_decoder_stops_before_an_invented_phone_number(make_engine):
