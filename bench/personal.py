@@ -1,7 +1,7 @@
 """Personal details on phrasings nobody stored: right value in the right slot, never someone else's.
 
 The path users run: each fictional user's profile (bench/data/personal/profiles.json: ten
-fields and two snippets, 2-4 contexts each, as a user types them into the library) plus a
+fields and two snippets, 2-3 contexts each, as a user types them into the library) plus a
 store learned from a persona's sent mail (Tools → Learn from my writing: gamma 0.5, corpus as
 teacher, kNN rows), and each case generated through the editor's own framing and request
 settings (``body_prompt``, 24 tokens, greedy, stop at a blank line, chunks on at the default

@@ -360,6 +360,8 @@ class Decoder:
             return [piece]
         if piece.source == "chunk":
             held = self._guard.release()
+            if not held and self._guard.shown_space and piece.text.startswith(" "):
+                piece = replace(piece, text=piece.text[1:])     # the dropped "1" took no space with it
             return ([Piece(held)] if held else []) + [piece]
         text = self._guard.feed(piece.text)
         return [replace(piece, text=text)] if text else []

@@ -94,6 +94,7 @@ class DetailGuard:
     def __init__(self) -> None:
         self.held = ""
         self.stopped = False
+        self.shown_space = False   # the text shown so far ends in whitespace
 
     def feed(self, text: str) -> str:
         """The text that is safe to show now (never an invented detail)."""
@@ -106,12 +107,15 @@ class DetailGuard:
             return buf[: found[0][1]].rstrip(" ")
         cut = held_from(buf)
         self.held = buf[cut:]
+        if cut:
+            self.shown_space = buf[cut - 1].isspace()
         return buf[:cut]
 
     def release(self) -> str:
-        """Before text that is not the model's (a chunk): what is held goes out as it is."""
+        """Before text that is not the model's (a chunk): a held word goes out ("at"), but the start of
+        a number or address the model began ("1" before the user's "(555) 123-4567") is dropped."""
         out, self.held = self.held, ""
-        return out
+        return "" if any(ch.isdigit() for ch in out) or "@" in out else out
 
     def flush(self) -> str:
         """At the end: what is held, unless it may be the start of an invented detail."""

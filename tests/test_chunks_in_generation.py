@@ -38,7 +38,8 @@ def test_stored_values_complete_new_sentences_and_are_highlighted(pii_engine):
 def test_no_insertion_into_unrelated_sentences(pii_engine):
     """Every word boundary of ordinary sentences. Two places where the user's name does belong are not
     counted: right after a sign-off ("Best regards," -- the independently written evaluation data,
-    bench/data/personal, counts that as the name's place) and a self-introduction ("Hi Sarah, I'm")."""
+    bench/data/personal, counts that as the name's place) and a self-introduction the model itself
+    writes ("Hi Sarah, I" -> "'m John Doe")."""
     inserted = []
     checked = 0
     for sentence in phrasings()["negatives"]:

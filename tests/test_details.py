@@ -80,3 +80,10 @@ def test_a_chunk_is_not_held_back(make_engine):
     out = engine.generate(GenerationRequest("Thanks! My phone number is", max_tokens=16))
     assert [s.chunk_id for s in out.spans][:1] == [cid]
     assert "(555) 123-4567" in out.text
+
+
+def test_the_start_of_an_invented_number_does_not_stay_before_the_users_value():
+    guard = DetailGuard()
+    assert guard.feed(" call me at 1") == " call me at "
+    assert guard.release() == ""                      # "1" + the user's "(555) 123-4567" would read "1 (555)..."
+    assert guard.feed(" write to me at") == " write to me " and guard.release() == "at"
