@@ -201,14 +201,16 @@ class Engine:
         with _stats_lock:
             if key in _slots_cache:
                 return _slots_cache[key]
-            saved = self.store.slot_model(self.model_id, source) or slots.shipped(self.runtime.identity, source)
+            in_store = self.store.slot_model(self.model_id, source)
+            saved = in_store or slots.shipped(self.runtime.identity, source)
             if saved is not None:
                 clf = SlotClassifier.from_bytes(*saved)
-            elif not slots.TRAINING_FILE.exists():
+            elif not any(path.exists() for path in slots.TRAINING_FILES):
                 return None
             else:
                 clf = slots.train(self.runtime, stats, progress)
-            self.store.save_slot_model(self.model_id, source, *clf.to_bytes())
+            if in_store is None:        # read back from the store: nothing to write again
+                self.store.save_slot_model(self.model_id, source, *clf.to_bytes())
             _slots_cache[key] = clf
             return clf
 

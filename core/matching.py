@@ -235,7 +235,9 @@ class ChunkMatcher:
         self._local = self.stats.transform(local).astype(np.float16) if labels else np.empty((0, self.dim), np.float16)
         self._tokens = {r.label: r.chunk_tokens for r in rows}
         self._chunks = {}
+        context_text: dict[int, str] = {}
         for chunk in store.list_chunks(ids=sorted(set(self._chunk_of.tolist()))) if labels else []:
+            context_text.update((c.id, c.text) for c in chunk.contexts)
             bag = chunk_words((c.text for c in chunk.contexts), chunk.label)
             self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag}
         self._entry = np.asarray([r.entry_token for r in rows], dtype=np.int64)
@@ -245,10 +247,10 @@ class ChunkMatcher:
         self._mined_entries = frozenset(self._entry[self._mined].tolist())
         self._experts = int((~self._mined).sum())
         self.calibration = self._calibrate()
-        self._type_chunks(store, rows)
+        self._type_chunks(store, rows, context_text)
         return status
 
-    def _type_chunks(self, store: ChunkStore, rows) -> None:
+    def _type_chunks(self, store: ChunkStore, rows, context_text: dict[int, str]) -> None:
         """Each expert chunk's field type: the slot classifier's reading of its own stored contexts."""
         self._typed_ids, self._types, self._typed_label = np.empty(0, np.int64), np.empty((0, 0), np.float32), {}
         if self.slots is None or not rows:
@@ -256,16 +258,16 @@ class ChunkMatcher:
         expert = [r for r, mined in zip(rows, self._mined) if not mined]
         if not expert:
             return
-        context_text = {c.id: c.text for cid in {r.chunk_id for r in expert}
-                        for c in store.get_chunk(cid).contexts}
         labels = [r.label for r in expert]
         x = slot_features(self.stats, store.encoding_vectors(labels, "vector"),
                           store.encoding_vectors(labels, "vector_local"),
                           [context_text.get(r.context_id, "") for r in expert])
         probs = self.slots.predict(x)[:, : len(self.slots.fields)]          # (n contexts, fields)
+        rows_of: dict[int, list[int]] = {}
+        for i, r in enumerate(expert):
+            rows_of.setdefault(r.chunk_id, []).append(i)
         ids, types = [], []
-        for chunk_id in sorted({r.chunk_id for r in expert}):
-            mine = [i for i, r in enumerate(expert) if r.chunk_id == chunk_id]
+        for chunk_id, mine in sorted(rows_of.items()):
             t = probs[mine].mean(axis=0)
             if t.sum() >= TYPED:
                 ids.append(chunk_id)
