@@ -87,14 +87,21 @@ class Utf8Stream:
 class StopMatcher:
     """Finds stop sequences in streamed text, holding back text that may start one.
 
+    A stop counts only after some text: whitespace the text opens with passes
+    through, so a suggestion may begin a new paragraph ("\\n\\nKind regards,")
+    and still end at the next blank line.
+
     >>> m = StopMatcher(["\\n\\n"])
     >>> m.feed("Hi\\n"), m.feed("\\nBye")
     (('Hi', False), ('', True))
+    >>> StopMatcher(["\\n\\n"]).feed("\\n\\nThanks,\\n\\nBye")
+    ('\\n\\nThanks,', True)
     """
 
     def __init__(self, stops: list[str] | tuple[str, ...] = ()) -> None:
         self.stops = [s for s in stops if s]
         self._held = ""
+        self._lead = True          # only whitespace has passed so far
 
     def feed(self, text: str) -> tuple[str, bool]:
         """Return (text safe to emit, stopped)."""
@@ -102,10 +109,18 @@ class StopMatcher:
         if not self.stops:
             self._held = ""
             return buf, False
+        head = ""
+        if self._lead:
+            body = buf.lstrip()
+            head, buf = buf[:len(buf) - len(body)], body
+            if not buf:
+                self._held = ""
+                return head, False
+            self._lead = False
         cut = min((i for i in (buf.find(s) for s in self.stops) if i >= 0), default=-1)
         if cut >= 0:
             self._held = ""
-            return buf[:cut], True
+            return head + buf[:cut], True
         keep = 0
         for s in self.stops:
             for n in range(min(len(s) - 1, len(buf)), 0, -1):
@@ -113,7 +128,7 @@ class StopMatcher:
                     keep = max(keep, n)
                     break
         self._held = buf[len(buf) - keep:] if keep else ""
-        return buf[: len(buf) - keep], False
+        return head + buf[: len(buf) - keep], False
 
     def flush(self) -> str:
         out, self._held = self._held, ""

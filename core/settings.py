@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -33,7 +33,8 @@ class Settings:
     chunks_enabled: bool = True
     show_chunk_marks: bool = True
     anchor_reduction: bool = False  # drop earlier sentences from the KV cache (long documents; costs quality)
-    knn_enabled: bool = False       # mix in the kNN-LM of the user's mined writing (after Tools → Learn)
+    knn_enabled: bool = True        # mix in the kNN-LM of the user's mined writing once Tools → Learn ran
+                                    # (bench/keystrokes.py: the better predictor of a person's new mail)
     recent_files: list[str] = field(default_factory=list)
 
     LIMITS = {
@@ -69,10 +70,17 @@ def settings_path() -> Path:
 
 
 def _migrate(data: dict) -> dict:
-    """Bring older settings files up to SCHEMA_VERSION (none older exist yet)."""
+    """Bring older settings files up to SCHEMA_VERSION.
+
+    Version 1 saved every field, so its ``knn_enabled: false`` was the old
+    default, not a choice: version 2 turns predicting from the user's writing
+    on (it does nothing until Tools → Learn has run).
+    """
     version = data.get("schema_version", 1)
-    if version > SCHEMA_VERSION:
-        raise ValueError(f"settings written by a newer Chunkwise (schema {version})")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ValueError(f"settings written by a newer Chunkwise (schema {version!r})")
+    if version < 2:
+        data["knn_enabled"] = True
     data["schema_version"] = SCHEMA_VERSION
     return data
 

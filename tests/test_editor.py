@@ -1,5 +1,6 @@
 """The desktop editor, offscreen, against the real default model (pytest-qt)."""
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -225,13 +226,23 @@ def test_settings_persist_with_a_schema_version(tmp_path):
     save_settings(s, path)
     loaded, notes = load_settings(path)
     assert loaded == s and notes == []
-    assert json.loads(path.read_text())["schema_version"] == 1
+    assert json.loads(path.read_text())["schema_version"] == 2
     path.write_text(json.dumps({"threshold": 7, "mystery": 1, "debounce_ms": 100}))
     loaded, notes = load_settings(path)
     assert loaded.threshold == 0.15 and loaded.debounce_ms == 100 and len(notes) == 2
     path.write_text("{broken")
     loaded, notes = load_settings(path)
     assert loaded == Settings() and "could not be read" in notes[0]
+
+
+def test_old_settings_get_the_new_knn_default_but_a_new_choice_stays(tmp_path):
+    """Version 1 saved knn_enabled=false as the old default; version 2 files keep what the user chose."""
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"schema_version": 1, "knn_enabled": False, "threshold": 0.3}))
+    loaded, _ = load_settings(path)
+    assert loaded.knn_enabled and loaded.threshold == 0.3
+    save_settings(replace(loaded, knn_enabled=False), path)
+    assert load_settings(path)[0].knn_enabled is False
 
 
 def test_default_store_location_is_used_when_none_is_set(qtbot, tmp_path):

@@ -1,0 +1,275 @@
+"""Typing simulation: new emails of a persona typed word by word through the editor's own requests.
+
+For each persona (bench/data/personas: 16 sent emails to learn from, new emails to type, the
+day-one library profile) and each configuration, every new email of the split is typed as a
+user of the editor would:
+
+* after each typed word, a suggestion is requested with the editor's framing (``body_prompt``:
+  no To or Subject, trailing space lifted) and request settings (Settings(): 24 tokens, greedy,
+  stop at a blank line, chunks at the default threshold, kNN-LM as Settings says);
+* the user takes the part of it that matches what they were going to write: Tab if all of it
+  matches (1 key), else Ctrl+Right once per matching word; after a Tab, the next suggestion
+  follows at once; otherwise they type the next word, one key per character;
+* generation is stopped as soon as the suggestion leaves the text (nothing after that point
+  could be accepted), so a run costs what the user would have waited for.
+
+Printed per configuration: keystroke savings (1 - keys / characters), the share of shown
+suggestions whose first word is right, the share of accepted characters that came from chunks,
+chunks inserted per email, and first-token latency (request to first piece; the KV cache holds
+the previous request's prompt, as in the editor).
+
+Configurations:
+  no store         chunks off, nothing learned
+  PII only         the persona's profile, defaults
+  learned          profile + Tools -> Learn from my writing on the 16 sent emails, Settings() defaults
+                   (chunks and "Also predict from my writing", the kNN-LM, both on)
+  learned, kNN off the same with "Also predict from my writing" switched off (the default before)
+  learned, chunks off  the same with chunk insertion switched off (kNN-LM token by token only)
+
+    python bench/keystrokes.py                      # both splits
+    python bench/keystrokes.py --split dev -v
+    python bench/keystrokes.py --sweep              # keystroke savings against the threshold (plot)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from bench.common import OUT, machine, save_plot, table  # noqa: E402
+from core import ChunkStore, Engine, GenerationRequest  # noqa: E402
+from core.corpus import read_corpus  # noqa: E402
+from core.settings import Settings  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PERSONAS = ROOT / "bench" / "data" / "personas"
+UNIT = re.compile(r"\s*\S+")            # one word with the space before it: what Ctrl+Right takes
+
+
+def body_prompt(before: str) -> tuple[str, bool]:
+    """app/window.py body_prompt with no To or Subject: trailing space lifted."""
+    lifted = before.endswith(" ")
+    return (before.rstrip(" ") if lifted else before), lifted
+
+
+@dataclass
+class Tally:
+    chars: int = 0
+    keys: int = 0
+    shown: int = 0
+    first_right: int = 0
+    accepted: int = 0
+    from_chunks: int = 0
+    chunks: int = 0
+    latencies: list = field(default_factory=list)
+
+    def add(self, other: "Tally") -> None:
+        for name in ("chars", "keys", "shown", "first_right", "accepted", "from_chunks", "chunks"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.latencies += other.latencies
+
+    def row(self, name: str, emails: int) -> list[str]:
+        lat = np.array(self.latencies) * 1000 if self.latencies else np.zeros(1)
+        return [name, f"{100 * (1 - self.keys / max(self.chars, 1)):.1f}%",
+                f"{100 * self.first_right / max(self.shown, 1):.0f}% of {self.shown}",
+                f"{100 * self.from_chunks / max(self.accepted, 1):.0f}%", f"{self.chunks / max(emails, 1):.1f}",
+                f"{np.percentile(lat, 50):.0f} / {np.percentile(lat, 90):.0f}"]
+
+
+def suggest(engine: Engine, before: str, rest: str, settings: Settings):
+    """One suggestion at *before*, generated until it leaves *rest*: (text, chunk char mask, latency, finished)."""
+    prompt, lifted = body_prompt(before)
+    request = GenerationRequest(prompt, max_tokens=settings.max_tokens, temperature=settings.temperature,
+                                stop=["\n\n"], use_chunks=settings.chunks_enabled,
+                                anchor_reduction=settings.anchor_reduction,
+                                knn=settings.knn_enabled and engine.has_knn)
+    diverged = False
+    t0 = time.perf_counter()
+    generation = engine.stream(request, cancelled=lambda: diverged)
+    text, mask, latency, chunks = "", [], None, []
+    for piece in generation:
+        if latency is None and piece.text:
+            latency = time.perf_counter() - t0
+        piece_text = piece.text
+        if lifted and not text:
+            piece_text = piece_text[1:] if piece_text.startswith(" ") else piece_text
+        text += piece_text
+        mask += [piece.source == "chunk"] * len(piece_text)
+        if piece.source == "chunk":
+            chunks.append(len(text) - len(piece_text))
+        diverged = not rest.startswith(text)
+    return text, mask, latency, not diverged, chunks     # chunks: where each inserted chunk starts
+
+
+def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = False) -> Tally:
+    t = Tally(chars=len(email))
+    pos, ask = 0, True
+    while pos < len(email):
+        rest = email[pos:]
+        if ask and email[:pos].strip():
+            text, mask, latency, finished, chunks = suggest(engine, email[:pos], rest, settings)
+            if latency is not None:
+                t.latencies.append(latency)
+            if text.strip():
+                t.shown += 1
+                units = UNIT.findall(text)
+                common = next((i for i, (a, b) in enumerate(zip(text, rest)) if a != b), min(len(text), len(rest)))
+                taken, end = 0, 0
+                for u in units:
+                    if end + len(u) > common:
+                        break
+                    end += len(u)
+                    taken += 1
+                t.first_right += taken > 0
+                if taken:
+                    whole = finished and end >= len(text.rstrip())
+                    t.keys += 1 if whole else taken
+                    t.accepted += end
+                    t.from_chunks += sum(mask[:end])
+                    t.chunks += sum(1 for start in chunks if start < end)
+                    if verbose:
+                        print(f"   +{email[pos:pos + end]!r}{' [chunk]' if any(mask[:end]) else ''}")
+                    pos += end
+                    ask = whole            # after a Tab the next suggestion follows; after Ctrl+Right the rest was wrong
+                    continue
+        m = UNIT.match(rest)
+        step = m.end() if m else len(rest)
+        t.keys += step                      # the user types the next word
+        pos += step
+        ask = True
+    return t
+
+
+def persona_profile(store: ChunkStore, persona: str) -> None:
+    profiles = json.loads((PERSONAS / "profiles.json").read_text(encoding="utf-8"))
+    for name, entry in profiles[persona].items():
+        store.add_chunk(entry["value"], kind="pii", label=name.replace("_", " "), contexts=entry["contexts"])
+
+
+def emails(persona: str, split: str) -> list[str]:
+    chosen = json.loads((PERSONAS / "split.json").read_text(encoding="utf-8"))
+    names = chosen["dev"] + chosen["test"] if split == "all" else chosen[split]
+    return [(PERSONAS / n).read_text(encoding="utf-8").strip() for n in names if n.startswith(persona + "/")]
+
+
+def learned_engine(tmp: Path, persona: str, runtime, learn: bool) -> Engine:
+    from core.learning import mine
+
+    path = tmp / f"{persona}-{'learned' if learn else 'pii'}.db"
+    fresh = not path.exists()
+    engine = Engine(store=ChunkStore(path), n_threads=2, runtime=runtime)
+    if fresh:
+        persona_profile(engine.store, persona)
+        if learn:   # what Tools -> Learn from my writing runs (app/window.py)
+            files = sorted(str(p) for p in (PERSONAS / persona).glob("sent-*.txt"))
+            mine(engine, read_corpus(files), gamma=0.5, knn=True, corpus_teacher=True)
+    engine.refresh()
+    return engine
+
+
+CONFIGS = {
+    "no store": (None, {"chunks_enabled": False, "knn_enabled": False}),
+    "PII only": (False, {}),
+    "learned, defaults": (True, {}),
+    "learned, kNN off": (True, {"knn_enabled": False}),
+    "learned, chunks off": (True, {"chunks_enabled": False}),
+}
+
+
+def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
+        threshold: float | None = None) -> dict[str, tuple[Tally, int]]:
+    """Each configuration over both personas' emails of *split*; stores are learned once into *tmp*."""
+    results = {}
+    runtime = None
+    for name, (learn, changes) in configs.items():
+        settings = replace(Settings(), **changes)
+        if threshold is not None:
+            settings.threshold = threshold
+        total, n = Tally(), 0
+        for persona in ("mara", "teo"):
+            if learn is None:
+                engine = Engine(store=ChunkStore(":memory:"), n_threads=2, runtime=runtime)
+            else:
+                engine = learned_engine(tmp, persona, runtime, learn)
+            runtime = engine.runtime
+            engine.threshold = settings.threshold
+            for email in emails(persona, split):
+                if verbose:
+                    print(f"-- {name} / {persona}: {email[:40]!r}")
+                total.add(type_email(engine, email, settings, verbose))
+                n += 1
+            engine.store.close()
+        results[name] = (total, n)
+        print(" | ".join(total.row(name, n)), flush=True)
+    if runtime is not None:
+        runtime.close()
+    return results
+
+
+HEADERS = ["configuration", "keystroke savings", "first word right", "accepted chars from chunks",
+           "chunks inserted per email", "first token p50 / p90 (ms)"]
+
+
+def sweep(split: str, tmp: Path, thresholds=(0.0, 0.1, 0.15, 0.25, 0.4, 0.6, 1.0)) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    configs = {k: CONFIGS[k] for k in ("learned, defaults",)}
+    rows, xs, ys, cs = [], [], [], []
+    for th in thresholds:
+        (t, n), = run(split, configs, tmp, threshold=th).values()
+        rows.append([f"{th:.2f}"] + t.row("", n)[1:])
+        xs.append(th)
+        ys.append(100 * (1 - t.keys / t.chars))
+        cs.append(100 * t.from_chunks / max(t.accepted, 1))
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    ax.plot(xs, ys, "o-", label="keystroke savings")
+    ax.plot(xs, cs, "s--", label="accepted characters from chunks")
+    ax.set_xlabel("similarity threshold (Settings)")
+    ax.set_ylabel("%")
+    ax.set_title(f"Typing new emails after Learn ({split} split)")
+    ax.legend()
+    save_plot(fig, f"keystrokes-threshold-{split}.png")
+    return table(["threshold"] + HEADERS[1:], rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--split", choices=("dev", "test", "both", "all"), default="both")
+    ap.add_argument("--configs", nargs="*", default=None, help=f"some of: {', '.join(CONFIGS)}")
+    ap.add_argument("--sweep", action="store_true", help="keystroke savings against the threshold, and a plot")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    print(f"Machine: {machine()}\n")
+    OUT.mkdir(exist_ok=True)
+    splits = ("dev", "test") if args.split == "both" else (args.split,)
+    with tempfile.TemporaryDirectory() as tmp:
+        for split in splits:
+            report(split, Path(tmp), args)
+
+
+def report(split: str, tmp: Path, args) -> None:
+    if args.sweep:
+        print(sweep(split, tmp))
+        return
+    configs = {k: v for k, v in CONFIGS.items() if args.configs is None or k in args.configs}
+    results = run(split, configs, tmp, args.verbose)
+    print(f"\n### {split} split ({sum(n for _t, n in results.values()) // max(len(results), 1)} emails)\n")
+    print(table(HEADERS, [t.row(name, n) for name, (t, n) in results.items()]))
+    (OUT / f"keystrokes-{split}.json").write_text(json.dumps(
+        {name: {**t.__dict__, "emails": n} for name, (t, n) in results.items()}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
