@@ -48,11 +48,12 @@ class GhostTextEdit(QPlainTextEdit):
     """QPlainTextEdit plus ghost text; emits what the user does with it."""
 
     accepted = Signal(list)        # the GhostPieces taken into the document
-    dismissed = Signal()
+    dismissed = Signal()           # Esc: the pieces turned down are in last_dismissed
     interrupted = Signal()         # a key that is not the suggestion: cancel generation
     edited = Signal()              # the user changed the text (not by accepting ghost text)
 
     def __init__(self, parent=None, single_line: bool = False):
+        self.last_dismissed: list[GhostPiece] = []
         super().__init__(parent)
         self.single_line = single_line
         if single_line:
@@ -191,6 +192,7 @@ class GhostTextEdit(QPlainTextEdit):
                 self.accept_next_word()
                 return
             if key == Qt.Key_Escape:
+                self.last_dismissed = list(self.pieces)      # what was turned down, for learning
                 self.clear_ghost()
                 self.dismissed.emit()
                 return

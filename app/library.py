@@ -108,7 +108,8 @@ class LibraryDialog(QDialog):
         top.addWidget(self.reveal)
         buttons = QHBoxLayout()
         for text, slot in (("Add…", self.add_chunk), ("Edit…", self.edit_selected), ("Delete", self.delete_selected),
-                           ("Import…", self.import_dialog), ("Export…", self.export_dialog)):
+                           ("Import…", self.import_dialog), ("Export…", self.export_dialog),
+                           ("Learned…", self.open_learned)):
             b = QPushButton(text)
             b.clicked.connect(lambda _=False, s=slot: s())
             buttons.addWidget(b)
@@ -243,8 +244,116 @@ class LibraryDialog(QDialog):
             QMessageBox.warning(self, "Export chunks", str(exc))
             return 0
 
+    def open_learned(self) -> None:
+        if self.store is None:
+            return
+        dialog = LearnedDialog(self.window_, self.store.path, store=self.store, owns_store=False)
+        dialog.exec()
+        if dialog.changed:
+            self.reload()
+
     def done(self, result: int) -> None:
         if self.store is not None:
             self.store.close()
             self.store = None
+        super().done(result)
+
+
+class LearnedDialog(QDialog):
+    """What Chunkwise learned while the user wrote: phrases before values they typed by hand, and
+    places they turned a suggestion down; each with its date, removable one by one or all at once."""
+
+    COLUMNS = ["When", "How", "Phrase", "For"]
+
+    def __init__(self, window, db_path: str, store: ChunkStore | None = None, owns_store: bool = True):
+        super().__init__(window)
+        self.window_ = window
+        self.setWindowTitle("What Chunkwise learned")
+        self.resize(820, 420)
+        self.owns_store = owns_store if store is not None else True
+        try:
+            self.store = store or ChunkStore(db_path)
+        except ChunkwiseError as exc:
+            QMessageBox.warning(window, "What Chunkwise learned", str(exc))
+            self.store = None
+        self.changed = False
+        self.rows = []
+        self.note = QLabel("Learned on this computer from what you type: when you type a value from your library "
+                           "yourself, the words before it; when you press Esc on a suggested chunk, the words "
+                           "where you turned it down. Nothing leaves this machine.")
+        self.note.setWordWrap(True)
+        self.table = QTableWidget(0, len(self.COLUMNS))
+        self.table.setHorizontalHeaderLabels(self.COLUMNS)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.Stretch)
+        self.remove_button = QPushButton("Remove selected")
+        self.remove_button.clicked.connect(lambda _=False: self.remove_selected())
+        self.clear_button = QPushButton("Remove all")
+        self.clear_button.clicked.connect(lambda _=False: self.remove_all())
+        close = QPushButton("Close")
+        close.clicked.connect(self.accept)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.remove_button)
+        buttons.addWidget(self.clear_button)
+        buttons.addStretch(1)
+        buttons.addWidget(close)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.note)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(buttons)
+        self.reload()
+
+    def reload(self) -> None:
+        if self.store is None:
+            return
+        try:
+            self.rows = self.store.learned_contexts()
+        except ChunkwiseError as exc:
+            QMessageBox.warning(self, "What Chunkwise learned", str(exc))
+            return
+        self.table.setRowCount(len(self.rows))
+        for row, (ctx, chunk) in enumerate(self.rows):
+            target = chunk.label or (MASK if chunk.kind == "pii" else chunk.text[:60])
+            cells = [(ctx.learned_at or "").replace("T", " ")[:16],
+                     "typed by you" if ctx.origin == "learned" else "turned down", ctx.text, f"{chunk.kind}: {target}"]
+            for col, value in enumerate(cells):
+                item = QTableWidgetItem(value)
+                item.setData(Qt.UserRole, ctx.id)
+                self.table.setItem(row, col, item)
+        self.remove_button.setEnabled(bool(self.rows))
+        self.clear_button.setEnabled(bool(self.rows))
+
+    def selected_ids(self) -> list[int]:
+        return [self.rows[r][0].id for r in sorted({i.row() for i in self.table.selectedIndexes()})]
+
+    def remove_selected(self) -> int:
+        return self._remove(self.selected_ids())
+
+    def remove_all(self, confirm: bool = True) -> int:
+        ids = [ctx.id for ctx, _chunk in self.rows]
+        if confirm and ids and QMessageBox.question(
+                self, "Remove all", f"Remove all {len(ids)} learned phrase(s)?",
+                QMessageBox.Yes | QMessageBox.Cancel, QMessageBox.Cancel) != QMessageBox.Yes:
+            return 0
+        return self._remove(ids)
+
+    def _remove(self, ids: list[int]) -> int:
+        if not ids or self.store is None:
+            return 0
+        try:
+            gone = self.store.remove_contexts(ids)
+        except ChunkwiseError as exc:
+            QMessageBox.warning(self, "What Chunkwise learned", str(exc))
+            return 0
+        self.changed = True
+        self.reload()
+        if hasattr(self.window_, "request_refresh"):
+            self.window_.request_refresh.emit()
+        return gone
+
+    def done(self, result: int) -> None:
+        if self.store is not None and self.owns_store:
+            self.store.close()
+        self.store = None
         super().done(result)

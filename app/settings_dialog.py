@@ -111,6 +111,11 @@ class SettingsDialog(QDialog):
         self.anchors.setChecked(s.anchor_reduction)
         self.knn = QCheckBox("Also predict from my writing (kNN-LM over what Tools → Learn from my writing read)")
         self.knn.setChecked(s.knn_enabled)
+        self.learn_typing = QCheckBox("Learn while I write (the words before a library value I type myself; "
+                                      "where I press Esc on a chunk)")
+        self.learn_typing.setChecked(s.learn_while_writing)
+        self.learn_sent = QCheckBox("Learn from emails I open in my mail client (off until you turn it on)")
+        self.learn_sent.setChecked(s.learn_from_sent)
         self.tune_button = QPushButton("Tune threshold from my writing…")
         self.tune_button.setToolTip("Pick a few of your own emails that Chunkwise has not learned from: the "
                                     "threshold that predicts them best (lowest CD-LM perplexity) is chosen.")
@@ -138,6 +143,8 @@ class SettingsDialog(QDialog):
         form.addRow("", self.chunks)
         form.addRow("", self.anchors)
         form.addRow("", self.knn)
+        form.addRow("", self.learn_typing)
+        form.addRow("", self.learn_sent)
         buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
@@ -195,7 +202,8 @@ class SettingsDialog(QDialog):
                        n_ctx=self.n_ctx.value(), threads=self.threads.value(), max_tokens=self.max_tokens.value(),
                        temperature=self.temperature.value(), debounce_ms=self.debounce.value(),
                        chunks_enabled=self.chunks.isChecked(), anchor_reduction=self.anchors.isChecked(),
-                       knn_enabled=self.knn.isChecked())
+                       knn_enabled=self.knn.isChecked(), learn_while_writing=self.learn_typing.isChecked(),
+                       learn_from_sent=self.learn_sent.isChecked())
 
     def accept(self) -> None:
         if hasattr(self.window_, "apply_settings"):

@@ -54,6 +54,9 @@ class ComposeWindow(QMainWindow):
     request_use = Signal(int)
     request_learn = Signal(dict)
     request_tune = Signal(str)
+    request_observe = Signal(str, list)     # text before the cursor, [(start, end)] of accepted chunk text
+    request_dismiss = Signal(int, str)      # chunk id turned down, the text before it
+    request_forget = Signal()
 
     def __init__(self, settings: Settings, settings_file: Path | None = None, start_worker: bool = True,
                  draft_file: DraftFile | None = None):
@@ -108,7 +111,7 @@ class ComposeWindow(QMainWindow):
         for editor in (self.body_edit, self.subject_edit):
             editor.edited.connect(lambda e=editor: self._on_edited(e))
             editor.interrupted.connect(self.cancel_suggestion)
-            editor.dismissed.connect(self.cancel_suggestion)
+            editor.dismissed.connect(lambda e=editor: self._on_dismissed(e))
             editor.accepted.connect(self._on_accepted)
             editor.cursorPositionChanged.connect(lambda e=editor: self._on_cursor_moved(e))
         self.to_edit.textEdited.connect(lambda _: self.cancel_suggestion())
@@ -144,6 +147,8 @@ class ComposeWindow(QMainWindow):
         tools = self.menuBar().addMenu("&Tools")
         self._action(tools, "Chunk &library…", self.open_library, QKeySequence("Ctrl+L"))
         self.learn_action = self._action(tools, "Learn from &my writing…", self.learn_from_writing)
+        self.learned_action = self._action(tools, "What Chunkwise &learned…", self.open_learned)
+        self.forget_action = self._action(tools, "&Forget what Chunkwise learned…", self.forget_learned)
         self._action(tools, "&Settings…", self.open_settings, QKeySequence("Ctrl+,"))
 
     def _action(self, menu, text, slot, shortcut=None, checkable=False) -> QAction:
@@ -171,6 +176,11 @@ class ComposeWindow(QMainWindow):
         self.request_use.connect(w.record_use)
         self.request_learn.connect(w.learn)
         self.request_tune.connect(w.tune)
+        self.request_observe.connect(w.observe)
+        self.request_dismiss.connect(w.dismiss)
+        self.request_forget.connect(w.forget_learned)
+        w.learned_here.connect(self._on_learned_here)
+        w.forgotten.connect(self._on_forgotten)
         w.learned.connect(self._on_learned)
         w.learn_failed.connect(lambda msg: QMessageBox.warning(self, "Chunkwise: nothing learned", msg))
         w.piece.connect(self._on_piece)
@@ -261,6 +271,8 @@ class ComposeWindow(QMainWindow):
         else:
             prompt, lifted = body_prompt(self.to_edit.text(), self.subject_edit.toPlainText(), before)
             stop = ["\n\n"]
+            if self.settings.learn_while_writing:       # before the request: one lane, in order
+                self.request_observe.emit(before, [(a, b) for a, b, _cid in editor.chunk_marks()])
         self.current_id = next(self._ids)
         self.worker.latest = self.current_id
         self._lifted_space = lifted
@@ -295,6 +307,48 @@ class ComposeWindow(QMainWindow):
     def _on_failed(self, request_id: int, message: str) -> None:
         if request_id == self.current_id:
             self.statusBar().showMessage(f"Suggestion failed: {message.splitlines()[0]}", 8000)
+
+    def _on_dismissed(self, editor: GhostTextEdit) -> None:
+        """Esc: stop the suggestion; a chunk in it counts against the place it was offered."""
+        self.cancel_suggestion()
+        if not self.settings.learn_while_writing:
+            return
+        before = editor.text_before_cursor()
+        for piece in editor.last_dismissed:
+            if piece.from_chunk:
+                self.request_dismiss.emit(piece.chunk_id, before)
+                return
+            before += piece.text
+
+    def _on_learned_here(self, items: list) -> None:
+        first = items[0]
+        how = "typed by you" if first["origin"] == "learned" else "turned down"
+        self.statusBar().showMessage(f"Learned: “{first['context']}” ({how}). "
+                                     "Tools → What Chunkwise learned… lists and removes it.", 6000)
+
+    def open_learned(self) -> None:
+        from .library import LearnedDialog
+
+        dialog = LearnedDialog(self, self.store_path())
+        dialog.exec()
+
+    def forget_learned(self, confirm: bool = True) -> None:
+        if self.worker is None:
+            return
+        if confirm and QMessageBox.question(
+                self, "Forget what Chunkwise learned",
+                "Remove everything Chunkwise learned from your writing: phrases learned while you typed, "
+                "places you turned suggestions down, chunks mined from your emails and the data behind "
+                "'Also predict from my writing'? Your own library entries stay. This cannot be undone.",
+                QMessageBox.Yes | QMessageBox.Cancel, QMessageBox.Cancel) != QMessageBox.Yes:
+            return
+        self.cancel_suggestion()
+        self.request_forget.emit()
+
+    def _on_forgotten(self, counts: dict) -> None:
+        self.statusBar().showMessage(
+            f"Forgot {counts['contexts']} learned phrase(s), {counts['chunks']} mined chunk(s) and "
+            f"{counts['knn_rows']} entries of your writing.", 8000)
 
     def _on_accepted(self, pieces: list) -> None:
         for chunk_id in {p.chunk_id for p in pieces if p.from_chunk}:
@@ -354,7 +408,7 @@ class ComposeWindow(QMainWindow):
         self._on_store_ready(info["contexts"])
         self.statusBar().showMessage(
             f"Learned from {info['documents']} document(s): {info['new_chunks']} new chunk(s), "
-            f"{info['knn_entries']} kNN-LM entries. Turn on 'predict from my writing' in Settings to use them.",
+            f"{info['knn_entries']} kNN-LM entries, used from the next suggestion on.",
             10000)
 
     def open_library(self) -> None:
@@ -428,6 +482,14 @@ class ComposeWindow(QMainWindow):
     def open_mail_client(self) -> None:
         if not QDesktopServices.openUrl(self.mailto_url()):
             QMessageBox.information(self, "Open in mail client", "No mail client is set up on this system.")
+            return
+        self.learn_from_sent_email()
+
+    def learn_from_sent_email(self) -> None:
+        """Opt-in (Settings): the email handed to the mail client is learned from, as Tools → Learn does."""
+        if self.settings.learn_from_sent and self.model_ready and self.worker and self.email_text().strip():
+            self.request_learn.emit({"texts": [self.email_text()], "gamma": 0.5, "corpus_teacher": True,
+                                     "knn": True})
 
     # ------------------------------------------------------------ drafts
 

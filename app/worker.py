@@ -46,6 +46,8 @@ class ModelWorker(QObject):
     learn_failed = Signal(str)
     tuned = Signal(dict)                    # {"threshold", "best", "base", "grid"}
     tune_failed = Signal(str)
+    learned_here = Signal(list)             # [{"chunk_id", "context", "origin"}] learned while writing
+    forgotten = Signal(dict)                # {"contexts", "chunks", "knn_rows"} removed
 
     def __init__(self):
         super().__init__()
@@ -133,6 +135,44 @@ class ModelWorker(QObject):
             except ChunkwiseError:
                 pass
 
+    # ------------------------------------------------------------ learning while writing (core/feedback.py)
+
+    @Slot(str, list)
+    def observe(self, text: str, inserted: list) -> None:
+        """Values from the library typed by hand in *text* teach the phrase before them."""
+        if self.engine is None:
+            return
+        try:
+            learned = self.engine.learn_typed(text, [tuple(r) for r in inserted])
+        except ChunkwiseError as exc:
+            self.store_failed.emit(str(exc))
+            return
+        if learned:
+            self.learned_here.emit([vars(x) for x in learned])
+
+    @Slot(int, str)
+    def dismiss(self, chunk_id: int, text_before: str) -> None:
+        """The user turned down *chunk_id* after *text_before*."""
+        if self.engine is None:
+            return
+        try:
+            learned = self.engine.dismiss(chunk_id, text_before)
+        except ChunkwiseError as exc:
+            self.store_failed.emit(str(exc))
+            return
+        if learned is not None:
+            self.learned_here.emit([vars(learned)])
+
+    @Slot()
+    def forget_learned(self) -> None:
+        if self.engine is None:
+            self.store_failed.emit("The model is not loaded yet; nothing was forgotten.")
+            return
+        try:
+            self.forgotten.emit(self.engine.forget_learned())
+        except ChunkwiseError as exc:
+            self.store_failed.emit(str(exc))
+
     # ------------------------------------------------------------ the store
 
     @Slot()
@@ -156,7 +196,7 @@ class ModelWorker(QObject):
 
     @Slot(dict)
     def learn(self, options: dict) -> None:
-        """Mine files into the store (one transaction): paths, gamma, corpus_teacher, knn."""
+        """Mine into the store (one transaction): paths (files) or texts (sent emails), gamma, corpus_teacher, knn."""
         if self.engine is None:
             self.learn_failed.emit("The model is not loaded yet.")
             return
@@ -165,7 +205,12 @@ class ModelWorker(QObject):
 
         self._cancel_refresh.clear()
         try:
-            docs = read_corpus(options["paths"])
+            if "texts" in options:
+                from core.corpus import Document
+
+                docs = [Document(f"sent email {i + 1}", t) for i, t in enumerate(options["texts"])]
+            else:
+                docs = read_corpus(options["paths"])
             result = mine(self.engine, docs, options.get("gamma", 0.5), knn=options.get("knn", True),
                           corpus_teacher=options.get("corpus_teacher", True),
                           progress=lambda d, t: self.progress.emit("Learning from your writing", d, t),
@@ -176,7 +221,10 @@ class ModelWorker(QObject):
                                "contexts": len(self.engine.matcher)})
         except ChunkwiseError as exc:
             self.progress.emit("Learning from your writing", 1, 1)
-            self.learn_failed.emit(str(exc))
+            if "texts" in options:           # a sent email: a note in the status bar, not a dialog
+                self.store_failed.emit(f"Not learned from this email: {exc}")
+            else:
+                self.learn_failed.emit(str(exc))
         except Exception as exc:
             _log_failure("learning")
             self.progress.emit("Learning from your writing", 1, 1)

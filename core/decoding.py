@@ -243,14 +243,15 @@ class Decoder:
           LEAD_IN_WORDS words the model adds (" at", " me on"), never deep in a
           continuation the model made up;
         - a whole sentence (a snippet) starts a sentence, never the middle of one;
-        - whose: :meth:`writer_owns_slot`.
+        - whose: :meth:`writer_owns_slot`, unless the user typed this value
+          after these very words before (a learned context says it is theirs).
         """
         lead_in = self._text[self._prompt_chars:]
         if len(lead_in.split()) > LEAD_IN_WORDS or any(ch in lead_in for ch in ".!?\n"):
             return False
         if is_sentence(proposal.text) and not at_sentence_start(self._text):
             return False
-        return self.writer_owns_slot()
+        return proposal.learned or self.writer_owns_slot()
 
     def writer_owns_slot(self) -> bool:
         """The user's own detail, not a colleague's or the hotel's: the model's what-if continuation decides.

@@ -337,6 +337,27 @@ class Engine:
                 self.store.record_use(chunk_id)
         return completion
 
+    # ------------------------------------------------------------ learning while writing (core/feedback.py)
+
+    def learn_typed(self, text: str, inserted: Sequence[tuple[int, int]] = ()) -> list:
+        """The phrase before each library value typed by hand in *text* becomes a learned context."""
+        from .feedback import learn_typed
+
+        return learn_typed(self, text, inserted)
+
+    def dismiss(self, chunk_id: int, text_before: str):
+        """The user dismissed *chunk_id* suggested after *text_before*: not offered there again."""
+        from .feedback import dismiss
+
+        return dismiss(self, chunk_id, text_before)
+
+    def forget_learned(self) -> dict[str, int]:
+        """Forget everything learned from the user's writing (contexts, mined chunks, kNN data)."""
+        counts = self.store.forget_learned()
+        self.forget_knn()
+        self.refresh()
+        return counts
+
     def close(self) -> None:
         self.runtime.close()
         self.store.close()

@@ -40,8 +40,8 @@ import numpy as np
 from .encoding import BACKGROUND_FILE, ModelStats
 from .index import VectorIndex
 from .slots import SlotClassifier, features as slot_features
-from .store import ChunkStore
-from .text import current_sentence, words
+from .store import DISMISSED, LEARNED, ChunkStore
+from .text import current_sentence, lead_in, words
 
 CANDIDATES = 16          # nearest contexts fetched per step
 LEXICAL_WEIGHT = 0.3     # weight of word overlap in the chunk choice
@@ -57,6 +57,8 @@ REPEAT_WINDOW = 200      # characters in which even a mined phrase is not offere
 TYPED = 0.5              # a chunk whose contexts the slot classifier reads as one field type this surely is "typed"
 TYPE_FLOOR = 0.1         # type agreement at threshold 0 (dev split, bench/personal.py)
 TYPE_SPAN = 0.6          # ... rising to TYPE_FLOOR + TYPE_SPAN at threshold 1
+AVOID_WORDS = 6          # the last words before a place compared with where the user dismissed a chunk
+AVOID_OVERLAP = 0.5      # ... and the share of them in common (Jaccard) that counts as the same place
 
 
 def _load_field_words() -> dict[str, set[str]]:
@@ -97,6 +99,7 @@ class Proposal:
     similarity: float   # slot gate: best cosine of whitened context vectors
     score: float        # similarity on the calibrated 0..1 scale
     q: float            # acceptance probability (appendix D.4)
+    learned: bool = False   # the user typed this value after these very words (learned_proposal)
 
 
 @dataclass
@@ -205,6 +208,9 @@ class ChunkMatcher:
         self._typed_ids = np.empty(0, dtype=np.int64)   # typed expert chunks, in the order of the rows below
         self._types = np.empty((0, 0), np.float32)      # (n typed, fields): each chunk's field-type distribution
         self._typed_label: dict[int, int] = {}          # typed chunk id -> an encoding label (its tokens)
+        self._learned = np.empty(0, dtype=bool)         # row -> a context learned from what the user typed
+        self._avoid: dict[int, list[set[str]]] = {}     # chunk id -> last words before each place it was dismissed
+        self._phrases: dict[tuple[str, ...], int] = {}  # last words of a learned context -> its chunk id
 
     def __len__(self) -> int:
         return len(self.index)
@@ -219,6 +225,7 @@ class ChunkMatcher:
              progress: Callable[[int, int], None] | None = None) -> str:
         """Build the in-memory state from the store; returns the index status."""
         rows = store.valid_encodings(model_id)
+        rows = [r for r in rows if r.origin != DISMISSED]          # places to stay away from, not to match
         labels = [r.label for r in rows]
         wanted = {r.label: r.source_hash for r in rows}
 
@@ -235,9 +242,15 @@ class ChunkMatcher:
         self._local = self.stats.transform(local).astype(np.float16) if labels else np.empty((0, self.dim), np.float16)
         self._tokens = {r.label: r.chunk_tokens for r in rows}
         self._chunks = {}
+        self._avoid, self._phrases = {}, {}
         context_text: dict[int, str] = {}
         for chunk in store.list_chunks(ids=sorted(set(self._chunk_of.tolist()))) if labels else []:
             context_text.update((c.id, c.text) for c in chunk.contexts)
+            if chunk.avoid:
+                self._avoid[chunk.id] = [tail_words(c.text) for c in chunk.avoid]
+            for c in chunk.contexts:
+                if c.origin == LEARNED and words(c.text):
+                    self._phrases[tuple(words(c.text)[-AVOID_WORDS:])] = chunk.id
             bag = chunk_words((c.text for c in chunk.contexts), chunk.label)
             self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag}
         self._entry = np.asarray([r.entry_token for r in rows], dtype=np.int64)
@@ -248,7 +261,22 @@ class ChunkMatcher:
         self._experts = int((~self._mined).sum())
         self.calibration = self._calibrate()
         self._type_chunks(store, rows, context_text)
+        self._learned = np.asarray([r.origin == LEARNED for r in rows], dtype=bool)
         return status
+
+    def avoided(self, chunk_id: int, text: str) -> bool:
+        """Whether the text so far ends like a place where the user dismissed this chunk.
+
+        Words, not states: a context encoded on its own and the same words
+        deep in a draft have whitened states too far apart to recognise
+        (cosine 0.28 measured), while another phrase ending in "on" came out
+        closer (0.70).
+        """
+        places = self._avoid.get(chunk_id)
+        if not places:
+            return False
+        here = tail_words(lead_in(text))
+        return any(len(here & p) >= AVOID_OVERLAP * len(here | p) for p in places if here | p)
 
     def _type_chunks(self, store: ChunkStore, rows, context_text: dict[int, str]) -> None:
         """Each expert chunk's field type: the slot classifier's reading of its own stored contexts."""
@@ -391,15 +419,18 @@ class ChunkMatcher:
         *greedy*: the caller accepts only when q >= 0.5, so weaker matches are
         not worth scoring; with sampled acceptance any q > 0 counts.
         """
-        typed = self.typed_proposal(hidden, hidden_local, text, exclude)
+        typed = self.learned_proposal(text, exclude) or self.typed_proposal(hidden, hidden_local, text, exclude)
         if typed is not None:
             return typed
         floor = self.calibration.raw_cutoff(self.threshold) if greedy else max(self.eta, self.calibration.background)
         ranked = self.candidates(hidden, hidden_local, text, exclude, min_match=floor, last_token=last_token,
                                  model_choice=model_choice)
         # A typed chunk comes only where the slot classifier agrees (the typed route above);
-        # context similarity alone put phone numbers where email addresses go.
-        ranked = [c for c in ranked if not self.is_typed(c.chunk_id)] if self.slots is not None else ranked
+        # context similarity alone put phone numbers where email addresses go.  Except
+        # after a phrase the user themself typed the value after (a learned context).
+        if self.slots is not None:
+            ranked = [c for c in ranked if not self.is_typed(c.chunk_id) or self._learned[self._row_of[c.label]]]
+        ranked = [c for c in ranked if not self.avoided(c.chunk_id, text)]
         if not ranked:
             return None
         best = ranked[0]
@@ -413,6 +444,30 @@ class ChunkMatcher:
                         score=self.calibration.to_scale(match), q=q)
 
 
+    def learned_proposal(self, text: str, exclude: Iterable[int] = ()) -> Proposal | None:
+        """The chunk whose value the user typed by hand after the very words the text ends with.
+
+        The user's own evidence, so no model score is needed: a context
+        encoded on its own sits too far from the same words deep in a draft
+        for the vector match to find it reliably.
+        """
+        if not self._phrases:
+            return None
+        tail = words(text[-300:])
+        for phrase, chunk_id in self._phrases.items():
+            if tuple(tail[-len(phrase):]) != phrase or chunk_id in exclude or chunk_id not in self._chunks:
+                continue
+            info = self._chunks[chunk_id]
+            if info["text"] in text[-2000:] or self.avoided(chunk_id, text):
+                continue
+            label = self._typed_label.get(chunk_id) or next(
+                (int(lab) for lab, row in self._row_of.items() if int(self._chunk_of[row]) == chunk_id), None)
+            if label is None:
+                continue
+            return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
+                            tokens=self._tokens[label], similarity=1.0, score=1.0, q=1.0, learned=True)
+        return None
+
     def typed_proposal(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
                        exclude: Iterable[int] = ()) -> Proposal | None:
         """The typed chunk (phone, email, address...) whose field the slot classifier expects here, if sure enough."""
@@ -424,12 +479,17 @@ class ChunkMatcher:
             if score < self.type_cutoff:
                 return None
             info = self._chunks[chunk_id]
-            if chunk_id in skip or info["text"] in recent:
+            if chunk_id in skip or info["text"] in recent or self.avoided(chunk_id, text):
                 continue
             return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
                             tokens=self._tokens[self._typed_label[chunk_id]], similarity=round(score, 4),
                             score=score, q=1.0)
         return None
+
+
+def tail_words(phrase: str) -> set[str]:
+    """The last AVOID_WORDS words of a phrase, as a set."""
+    return set(words(phrase)[-AVOID_WORDS:])
 
 
 @dataclass

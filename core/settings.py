@@ -35,6 +35,8 @@ class Settings:
     anchor_reduction: bool = False  # drop earlier sentences from the KV cache (long documents; costs quality)
     knn_enabled: bool = True        # mix in the kNN-LM of the user's mined writing once Tools → Learn ran
                                     # (bench/keystrokes.py: the better predictor of a person's new mail)
+    learn_while_writing: bool = True   # a library value typed by hand teaches its lead-in; Esc counts against
+    learn_from_sent: bool = False      # opt-in: an email opened in the mail client is learned from
     recent_files: list[str] = field(default_factory=list)
 
     LIMITS = {
@@ -50,7 +52,8 @@ class Settings:
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not lo <= value <= hi:
                 notes.append(f"{name} = {value!r} is out of range; using {getattr(default, name)!r}.")
                 setattr(clean, name, getattr(default, name))
-        for name in ("chunks_enabled", "show_chunk_marks", "anchor_reduction", "knn_enabled"):
+        for name in ("chunks_enabled", "show_chunk_marks", "anchor_reduction", "knn_enabled",
+                     "learn_while_writing", "learn_from_sent"):
             if not isinstance(getattr(clean, name), bool):
                 notes.append(f"{name} must be true or false; using {getattr(default, name)!r}.")
                 setattr(clean, name, getattr(default, name))

@@ -27,7 +27,7 @@ import sqlite_utils
 
 from .errors import StoreError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 KINDS = ("pii", "snippet", "phrase")
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 MAX_CHUNK_CHARS = 20_000
@@ -43,10 +43,19 @@ def source_hash(context: str, chunk: str) -> str:
     return hashlib.sha1(f"{context}\x00{chunk}".encode("utf-8")).hexdigest()
 
 
+LEARNED = "learned"       # context origin: the phrase before a value the user typed by hand
+DISMISSED = "dismissed"   # context origin: where the user dismissed this chunk (counts against it there)
+
+
 @dataclass(frozen=True)
 class Context:
+    """A trigger context.  ``origin``: None (typed into the library, imported or mined),
+    LEARNED or DISMISSED, with ``learned_at`` saying when."""
+
     id: int
     text: str
+    origin: str | None = None
+    learned_at: str | None = None
 
 
 @dataclass
@@ -55,10 +64,11 @@ class Chunk:
     text: str
     kind: str
     label: str | None
-    contexts: list[Context] = field(default_factory=list)
+    contexts: list[Context] = field(default_factory=list)   # where it belongs (library, mined, learned)
     created_at: str = ""
     updated_at: str = ""
     use_count: int = 0
+    avoid: list[Context] = field(default_factory=list)      # where the user dismissed it (DISMISSED)
 
     def as_record(self) -> dict:
         """The portable form used by import/export (no ids, no timestamps)."""
@@ -109,6 +119,7 @@ class StoredEncoding:
     entry_token: int
     chunk_tokens: tuple[int, ...]
     source_hash: str
+    origin: str | None = None
 
 
 # ---------------------------------------------------------------- validation
@@ -201,7 +212,13 @@ def _migrate_4(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS = [_migrate_1, _migrate_2, _migrate_3, _migrate_4]
+def _migrate_5(db: sqlite_utils.Database) -> None:
+    # Learning while writing: where a context came from and when (Context.origin).
+    db["contexts"].add_column("origin", str)
+    db["contexts"].add_column("learned_at", str)
+
+
+MIGRATIONS = [_migrate_1, _migrate_2, _migrate_3, _migrate_4, _migrate_5]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -412,7 +429,7 @@ class ChunkStore:
                 "UPDATE chunks SET text=?, kind=?, label=?, updated_at=? WHERE id=?",
                 (self._seal(new_text, new_kind), new_kind, new_label, _now(), chunk_id),
             )
-            keep = {c.text: c.id for c in old.contexts}
+            keep = {c.text: c.id for c in old.contexts}        # dismissed places (old.avoid) stay as they are
             for ctx in old.contexts:
                 if ctx.text not in cleaned:
                     self._delete_contexts([ctx.id])
@@ -432,6 +449,62 @@ class ChunkStore:
             ids = [r[0] for r in self.db.conn.execute("SELECT id FROM contexts WHERE chunk_id=?", (chunk_id,))]
             self._delete_contexts(ids)
             self.db.conn.execute("DELETE FROM chunks WHERE id=?", (chunk_id,))
+
+    # -- learning while writing
+
+    def add_context(self, chunk_id: int, text: str, origin: str) -> int | None:
+        """Add one learned (LEARNED) or dismissed (DISMISSED) context to a chunk; its id, or None
+        when the chunk already has that text as a context (a duplicate changes nothing).
+
+        >>> store = ChunkStore(); cid = store.add_chunk("+1 555 0100", "pii", ["My phone:"])
+        >>> store.add_context(cid, "Ring me on", LEARNED) is not None, store.add_context(cid, "My phone:", LEARNED)
+        (True, None)
+        """
+        if origin not in (LEARNED, DISMISSED):
+            raise StoreError(f"Unknown context origin {origin!r}.")
+        text = text.strip() if isinstance(text, str) else text
+        validate_chunk("x", "pii", None, [text])          # the context rules: non-empty, no NUL, not too long
+        self.get_chunk(chunk_id)                           # a chunk deleted meanwhile: a clear StoreError
+        with self._guard():
+            conn = self.db.conn
+            if conn.execute("SELECT 1 FROM contexts WHERE chunk_id=? AND text=?", (chunk_id, text)).fetchone():
+                return None
+            return conn.execute("INSERT INTO contexts (chunk_id, text, origin, learned_at) VALUES (?,?,?,?)",
+                                (chunk_id, text, origin, _now())).lastrowid
+
+    def learned_contexts(self) -> list[tuple[Context, Chunk]]:
+        """Every learned or dismissed context with its chunk, newest first."""
+        ids = [r[0] for r in self.db.conn.execute(
+            "SELECT DISTINCT chunk_id FROM contexts WHERE origin IN (?, ?)", (LEARNED, DISMISSED))]
+        out = [(ctx, chunk) for chunk in self.list_chunks(ids=ids) if ids
+               for ctx in chunk.contexts + chunk.avoid if ctx.origin in (LEARNED, DISMISSED)]
+        return sorted(out, key=lambda pair: (pair[0].learned_at or "", pair[0].id), reverse=True)
+
+    def remove_contexts(self, context_ids: Sequence[int]) -> int:
+        """Delete learned or dismissed contexts (never the library's own); how many went."""
+        ids = [int(i) for i in context_ids]
+        with self._guard():
+            mine = [r[0] for r in self.db.conn.execute(
+                f"SELECT id FROM contexts WHERE origin IN (?, ?) AND id IN ({','.join('?' * len(ids))})",
+                [LEARNED, DISMISSED, *ids])] if ids else []
+            self._delete_contexts(mine)
+        return len(mine)
+
+    def forget_learned(self) -> dict[str, int]:
+        """Everything learned from the user's writing, in one transaction: learned and dismissed
+        contexts, mined chunks (kinds other than pii, snippet and phrase) and the kNN data."""
+        with self._guard():
+            conn = self.db.conn
+            ctx = [r[0] for r in conn.execute("SELECT id FROM contexts WHERE origin IN (?, ?)", (LEARNED, DISMISSED))]
+            self._delete_contexts(ctx)
+            mined = [r[0] for r in conn.execute(
+                f"SELECT id FROM chunks WHERE kind NOT IN ({','.join('?' * len(KINDS))})", KINDS)]
+            for chunk_id in mined:
+                self._delete_contexts([r[0] for r in conn.execute(
+                    "SELECT id FROM contexts WHERE chunk_id=?", (chunk_id,))])
+                conn.execute("DELETE FROM chunks WHERE id=?", (chunk_id,))
+            knn = conn.execute("DELETE FROM knn_entries").rowcount
+        return {"contexts": len(ctx), "chunks": len(mined), "knn_rows": knn}
 
     def record_use(self, chunk_id: int, times: int = 1) -> None:
         with self._guard():
@@ -464,11 +537,12 @@ class ChunkStore:
             chunks = {r[0]: Chunk(r[0], self._open_text(r[1]), r[2], r[3], [], r[4], r[5], r[6]) for r in rows}
             if chunks:
                 marks = ",".join("?" * len(chunks))
-                for cid, chunk_id, text in self.db.conn.execute(
-                    f"SELECT id, chunk_id, text FROM contexts WHERE chunk_id IN ({marks}) ORDER BY id",
-                    list(chunks),
+                for cid, chunk_id, text, origin, when in self.db.conn.execute(
+                    f"SELECT id, chunk_id, text, origin, learned_at FROM contexts WHERE chunk_id IN ({marks}) "
+                    "ORDER BY id", list(chunks),
                 ):
-                    chunks[chunk_id].contexts.append(Context(cid, text))
+                    ctx = Context(cid, text, origin, when)
+                    (chunks[chunk_id].avoid if origin == DISMISSED else chunks[chunk_id].contexts).append(ctx)
         except sqlite3.Error as exc:
             raise StoreError(self._explain(exc)) from None
         return list(chunks.values())
@@ -550,13 +624,15 @@ class ChunkStore:
             return cur.lastrowid
 
     def pending_encodings(self, model_id: int) -> list[PendingEncoding]:
-        """Pairs whose encoding for this model is missing or computed from older text."""
+        """Pairs whose encoding for this model is missing or computed from older text
+        (dismissed places are compared by their words, never encoded)."""
         rows = self.db.conn.execute(
             """SELECT x.id, c.id, x.text, c.text, e.source_hash, c.kind
                FROM contexts x JOIN chunks c ON c.id = x.chunk_id
                LEFT JOIN encodings e ON e.context_id = x.id AND e.model_id = ?
+               WHERE x.origin IS NULL OR x.origin != ?
                ORDER BY x.id""",
-            (model_id,),
+            (model_id, DISMISSED),
         ).fetchall()
         pending = []
         for ctx_id, chunk_id, ctx, chunk, old_hash, kind in rows:
@@ -590,17 +666,17 @@ class ChunkStore:
         """Encodings of this model that match the current chunk and context text."""
         rows = self.db.conn.execute(
             """SELECT e.id, e.context_id, c.id, e.entry_token, e.chunk_tokens, e.source_hash, x.text, c.text,
-                      c.kind
+                      c.kind, x.origin
                FROM encodings e JOIN contexts x ON x.id = e.context_id JOIN chunks c ON c.id = x.chunk_id
                WHERE e.model_id = ? ORDER BY e.id""",
             (model_id,),
         ).fetchall()
         out = []
-        for label, ctx_id, chunk_id, entry, toks, h, ctx, chunk, kind in rows:
+        for label, ctx_id, chunk_id, entry, toks, h, ctx, chunk, kind, origin in rows:
             if h == self._hash(ctx, self._open_text(chunk), kind):
                 toks = self._open_tokens(toks)
                 out.append(StoredEncoding(label, ctx_id, chunk_id, entry,
-                                          tuple(np.frombuffer(toks, dtype=np.int32).tolist()), h))
+                                          tuple(np.frombuffer(toks, dtype=np.int32).tolist()), h, origin))
         return out
 
     def encoding_vectors(self, labels: Sequence[int], column: str = "vector") -> np.ndarray:

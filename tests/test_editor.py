@@ -370,3 +370,48 @@ def test_editing_the_library_while_a_suggestion_streams(qtbot, make_window):
     qtbot.keyClick(body, Qt.Key_Backspace)
     qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id and bool(body.pieces), timeout=WAIT)
     assert not any(p.label == "phone" for p in body.pieces if p.from_chunk)
+
+
+def test_learning_while_writing_from_the_editor(qtbot, make_window, monkeypatch):
+    """Bugs caught: a value typed by hand teaches nothing; Esc on a chunk does not count against it;
+    Tools → What Chunkwise learned… lists nothing or cannot remove; Forget does not forget."""
+    from PySide6.QtWidgets import QMessageBox
+
+    import app.library as library
+
+    w = make_window(with_pii=True)
+    body = w.body_edit
+    body.setFocus()
+    with qtbot.waitSignal(w.worker.learned_here, timeout=WAIT) as typed:
+        type_text(qtbot, body, "Hi Tom,\n\nFor anything urgent, ring me direct on (555) 123-4567. Thanks")
+    assert typed.args[0][0]["context"] == "For anything urgent, ring me direct on"
+    assert typed.args[0][0]["origin"] == "learned"
+
+    type_text(qtbot, body, "\n\n")
+    with qtbot.waitSignal(w.worker.learned_here, timeout=WAIT) as turned_down:
+        type_and_wait(qtbot, w, "For anything else, you can also email me at")
+        assert any(p.from_chunk for p in body.pieces)
+        qtbot.keyClick(body, Qt.Key_Escape)
+    assert turned_down.args[0][0]["origin"] == "dismissed"
+    assert turned_down.args[0][0]["context"] == "For anything else, you can also email me at"
+
+    shown = []
+    monkeypatch.setattr(library.LearnedDialog, "exec", lambda self: shown.append(self) or 0)
+    w.learned_action.trigger()
+    dialog = shown[0]
+    rows = {(dialog.table.item(r, 1).text(), dialog.table.item(r, 2).text()) for r in range(dialog.table.rowCount())}
+    assert rows == {("typed by you", "For anything urgent, ring me direct on"),
+                    ("turned down", "For anything else, you can also email me at")}
+    dialog.table.selectRow(0)
+    with qtbot.waitSignal(w.worker.store_ready, timeout=WAIT):
+        dialog.remove_button.click()
+    assert dialog.table.rowCount() == 1
+    dialog.done(0)
+
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Yes)
+    with qtbot.waitSignal(w.worker.forgotten, timeout=WAIT) as forgotten:
+        w.forget_action.trigger()
+    assert forgotten.args[0]["contexts"] == 1
+    with ChunkStore(w.settings.db_path) as store:
+        assert store.learned_contexts() == []
+        assert len(store.list_chunks(kind="pii")) == len(paper_profile())

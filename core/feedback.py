@@ -1,0 +1,99 @@
+"""Learning while writing: the library improves from use, on this machine.
+
+Two signals, both stored as contexts of the chunk they are about (core/store.py):
+
+* A value from the user's library typed by hand (their phone number, a snippet)
+  teaches where it belongs: the phrase before it becomes a LEARNED context of
+  that chunk, so the user's own phrasing finds it next time.
+* A suggested chunk the user dismisses (Esc) teaches where it does not: the
+  phrase before it becomes a DISMISSED context, and matching no longer offers
+  that chunk where the state is that close (matching.AVOID_SIMILARITY).
+
+>>> engine.learn_typed("For anything urgent, ring me on +49 151 2384 7712")   # doctest: +SKIP
+[Learned(chunk_id=2, context='For anything urgent, ring me on', origin='learned')]
+
+Both are personal data and are listed, with their dates, in the library
+(Library -> Learned...), where they can be removed one by one or all at once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from .errors import StoreError
+from .store import DISMISSED, KINDS, LEARNED
+from .text import lead_in
+
+LOOKBACK = 2000        # characters before the cursor searched for values typed by hand
+MIN_VALUE_CHARS = 4    # shorter library entries ("Ana") are too ambiguous to learn from
+
+
+@dataclass(frozen=True)
+class Learned:
+    chunk_id: int
+    context: str
+    origin: str
+
+
+def _bounded(text: str, start: int, end: int) -> bool:
+    """The match is a whole value, not part of a longer word or number."""
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    return not (before.isalnum() or after.isalnum())
+
+
+def typed_values(values: dict[int, str], text: str, inserted: Sequence[tuple[int, int]] = ()
+                 ) -> list[tuple[int, str]]:
+    """(chunk id, lead-in) for each library value written by hand in the last LOOKBACK characters of *text*.
+
+    *inserted*: (start, end) character ranges of *text* that came from accepted
+    suggestions; a value there was not typed by hand.
+
+    >>> typed_values({7: "+1 555 0100"}, "Hi. Ring me on +1 555 0100 today.")
+    [(7, 'Ring me on')]
+    """
+    found, offset = [], max(0, len(text) - LOOKBACK)
+    tail = text[offset:]
+    for chunk_id, value in values.items():
+        value = value.strip()
+        if len(value) < MIN_VALUE_CHARS:
+            continue
+        at = tail.find(value)
+        while at >= 0:
+            start, end = offset + at, offset + at + len(value)
+            from_suggestion = any(s < end and start < e for s, e in inserted)
+            if _bounded(text, start, end) and not from_suggestion:
+                phrase = lead_in(text[:start])
+                if len(phrase) >= 2:
+                    found.append((chunk_id, phrase))
+            at = tail.find(value, at + 1)
+    return found
+
+
+def learn_typed(engine, text: str, inserted: Sequence[tuple[int, int]] = ()) -> list[Learned]:
+    """Store the phrase before each library value the user typed by hand in *text*; refresh if any is new."""
+    values = {c.id: c.text for kind in KINDS for c in engine.store.list_chunks(kind=kind)}
+    learned = []
+    for chunk_id, phrase in typed_values(values, text, inserted):
+        if engine.store.add_context(chunk_id, phrase, LEARNED) is not None:
+            learned.append(Learned(chunk_id, phrase, LEARNED))
+    if learned:
+        engine.refresh()
+    return learned
+
+
+def dismiss(engine, chunk_id: int, text_before: str) -> Learned | None:
+    """Remember that the user dismissed *chunk_id* after *text_before*; None if there is nothing to learn
+    (no words before it, the chunk deleted meanwhile, or that place already known)."""
+    phrase = lead_in(text_before)
+    if len(phrase) < 2:
+        return None
+    try:
+        if engine.store.add_context(chunk_id, phrase, DISMISSED) is None:
+            return None
+    except StoreError:
+        if not engine.store.list_chunks(ids=[chunk_id]):
+            return None                     # deleted in the library meanwhile: nothing to count against
+        raise
+    engine.refresh()
+    return Learned(chunk_id, phrase, DISMISSED)

@@ -1,0 +1,127 @@
+"""Learning while writing (core/feedback.py): values typed by hand teach their lead-in,
+dismissals count against the place, and all of it can be listed and forgotten.
+
+Engine tests use the real default model."""
+from __future__ import annotations
+
+import pytest
+
+from core import GenerationRequest
+from core.feedback import typed_values
+from core.store import DISMISSED, LEARNED, ChunkStore
+
+PHONE = "+44 20 7946 0321"
+EMAIL = "mara@nordhavn.co.uk"
+
+
+def suggest(engine, text: str) -> list[int]:
+    out = engine.generate(GenerationRequest(text, max_tokens=10, stop=["\n\n"]), record_use=False)
+    return [s.chunk_id for s in out.spans]
+
+
+@pytest.fixture
+def profile_engine(make_engine):
+    engine = make_engine()
+    phone = engine.store.add_chunk(PHONE, "pii", ["My phone number is", "You can call me on"], label="phone")
+    email = engine.store.add_chunk(EMAIL, "pii", ["My email is", "Email me at"], label="email")
+    engine.refresh()
+    return engine, phone, email
+
+
+def test_typed_values_skip_accepted_text_and_longer_numbers():
+    values = {1: PHONE, 2: "Ana"}
+    text = f"Hi. Ring me on {PHONE}. Her number is {PHONE}9. Thanks, Ana"
+    found = typed_values(values, text)
+    assert found == [(1, "Ring me on")]                 # not inside a longer number, not a 3-letter name
+    start = text.index(PHONE)
+    assert typed_values(values, text, inserted=[(start, start + len(PHONE))]) == []   # came from a suggestion
+
+
+def test_a_value_typed_by_hand_teaches_its_phrase(profile_engine):
+    """Bug caught: the user's own phrasing never finds their detail, however often they type it."""
+    engine, phone, email = profile_engine
+    draft = "Dear Sam,\n\nThe boiler is fixed. Drop a line to"
+    assert email not in suggest(engine, draft)           # an unseen phrasing: nothing before learning
+    learned = engine.learn_typed(f"Hi all,\n\nThanks for the minutes. Drop a line to {EMAIL} with questions.")
+    assert [(x.chunk_id, x.context, x.origin) for x in learned] == [(email, "Drop a line to", LEARNED)]
+    assert suggest(engine, draft) == [email]             # that chunk, in another email
+    again = engine.learn_typed(f"Drop a line to {EMAIL}")
+    assert again == []                                   # a duplicate changes nothing
+    contexts = engine.store.get_chunk(email).contexts
+    assert sum(c.text == "Drop a line to" for c in contexts) == 1
+    assert suggest(engine, "Hello,\n\nPlease drop a line to the caretaker") == []   # not mid-sentence elsewhere
+
+
+def test_a_dismissed_chunk_is_not_offered_there_again(profile_engine):
+    """Bug caught: Esc on a wrong chunk changes nothing, and the same wrong value comes back."""
+    engine, phone, _email = profile_engine
+    place = "Hello Jo,\n\nThanks for the note. For the site visit, call the caretaker on"
+    other = "Dear Sam,\n\nThe boiler is fixed. For the site visit, call the caretaker on"
+    own = "Hi,\n\nAny questions? You can call me on"
+    assert suggest(engine, own) == [phone]
+    assert suggest(engine, place) == [phone]             # the user's phone where the caretaker's goes
+    assert engine.dismiss(phone, place).origin == DISMISSED
+    assert phone not in suggest(engine, other)           # the same place in another email
+    assert suggest(engine, own) == [phone]               # still offered where it belongs
+    chunk = engine.store.get_chunk(phone)
+    assert [c.text for c in chunk.avoid] == ["For the site visit, call the caretaker on"]
+    assert all(c.origin != DISMISSED for c in chunk.contexts)
+
+
+def test_dismissing_a_deleted_chunk_is_a_no_op(profile_engine):
+    engine, phone, _email = profile_engine
+    engine.store.remove_chunk(phone)
+    assert engine.dismiss(phone, "Call me on") is None
+    assert engine.dismiss(phone, "   ") is None
+
+
+def test_forget_learned_keeps_the_library(profile_engine):
+    engine, phone, email = profile_engine
+    engine.learn_typed(f"Reach me on WhatsApp: {PHONE}")
+    engine.dismiss(email, "Send the invoice to")
+    mined = engine.store.add_chunk("Thanks in advance for your help.", "teacher", ["Could you look at it?"])
+    counts = engine.forget_learned()
+    assert counts["contexts"] == 2 and counts["chunks"] == 1
+    store = engine.store
+    assert store.learned_contexts() == []
+    assert {c.id for c in store.list_chunks()} == {phone, email}
+    assert [c.text for c in store.get_chunk(phone).contexts] == ["My phone number is", "You can call me on"]
+    assert not store.list_chunks(ids=[mined])
+
+
+def test_store_learned_contexts_survive_edits_and_only_they_can_be_removed(store):
+    cid = store.add_chunk(PHONE, "pii", ["My phone:"], label="phone")
+    learned = store.add_context(cid, "Ring me on", LEARNED)
+    avoid = store.add_context(cid, "the caretaker on", DISMISSED)
+    assert store.add_context(cid, "My phone:", LEARNED) is None
+    store.update_chunk(cid, contexts=["My phone:", "Ring me on", "Call me on"])   # what the library dialog does
+    chunk = store.get_chunk(cid)
+    assert [c.text for c in chunk.avoid] == ["the caretaker on"]                  # the edit kept the dismissal
+    assert {c.text: c.origin for c in chunk.contexts} == {"My phone:": None, "Ring me on": LEARNED,
+                                                         "Call me on": None}
+    assert [c.id for c, _chunk in store.learned_contexts()] == sorted([learned, avoid], reverse=True)
+    library_ctx = chunk.contexts[0].id
+    assert store.remove_contexts([library_ctx, avoid]) == 1                      # the library's own stays
+    assert [c.text for c in store.get_chunk(cid).contexts][0] == "My phone:"
+    with pytest.raises(Exception, match="no chunk"):
+        store.add_context(9999, "Call me on", LEARNED)
+    with pytest.raises(Exception, match="non-empty"):
+        store.add_context(cid, "  ", LEARNED)
+
+
+def test_schema_4_store_migrates_with_its_contexts(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    with ChunkStore(path) as s:
+        cid = s.add_chunk("Kind regards, Mara", "snippet", ["Thanks again."])
+    conn = sqlite3.connect(path)           # make it look like a schema-4 store
+    conn.execute("ALTER TABLE contexts DROP COLUMN origin")
+    conn.execute("ALTER TABLE contexts DROP COLUMN learned_at")
+    conn.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
+    conn.commit()
+    conn.close()
+    with ChunkStore(path) as s:
+        assert s.schema_version == 5
+        assert [c.text for c in s.get_chunk(cid).contexts] == ["Thanks again."]
+        assert s.add_context(cid, "Speak soon.", LEARNED) is not None
