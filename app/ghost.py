@@ -50,6 +50,7 @@ class GhostTextEdit(QPlainTextEdit):
     accepted = Signal(list)        # the GhostPieces taken into the document
     dismissed = Signal()           # Esc: the pieces turned down are in last_dismissed
     interrupted = Signal()         # a key that is not the suggestion: cancel generation
+    tab_waiting = Signal()         # Tab with no suggestion on screen yet (a body never gets a tab character)
     edited = Signal()              # the user changed the text (not by accepting ghost text)
 
     def __init__(self, parent=None, single_line: bool = False):
@@ -137,8 +138,10 @@ class GhostTextEdit(QPlainTextEdit):
         return taken
 
     def accept_next_word(self) -> list[GhostPiece]:
+        """Ctrl+Right: the next word of the suggestion with the space before it; a suggestion that is
+        only spaces so far has no word to take yet."""
         m = _NEXT_WORD.match(self.ghost_text)
-        return self.accept_ghost(m.end() if m else None)
+        return self.accept_ghost(m.end()) if m else []
 
     def _format_for(self, piece: GhostPiece) -> QTextCharFormat:
         fmt = QTextCharFormat()
@@ -217,6 +220,10 @@ class GhostTextEdit(QPlainTextEdit):
                 self.interrupted.emit()
         elif self.single_line and event.key() in (Qt.Key_Return, Qt.Key_Enter):
             self.focusNextChild()
+            return
+        elif (not self.single_line and event.key() == Qt.Key_Tab
+              and event.modifiers() in (Qt.NoModifier, Qt.KeypadModifier)):
+            self.tab_waiting.emit()    # the window takes the suggestion when it comes, if one is on its way
             return
         super().keyPressEvent(event)
 

@@ -72,6 +72,9 @@ class ComposeWindow(QMainWindow):
         self.current_id = 0
         self.current_editor: GhostTextEdit | None = None
         self._lifted_space = False
+        self._at_line_start = False     # the cursor starts an empty line: the suggestion's leading newlines go
+        self._tab_waiting = False       # Tab pressed before the suggestion arrived: take it when it has
+        self._in_flight = -1            # the request sent and not finished yet
         self.model_ready = False
         self.last_stats: dict = {}
         self._build_ui()
@@ -112,7 +115,8 @@ class ComposeWindow(QMainWindow):
             editor.edited.connect(lambda e=editor: self._on_edited(e))
             editor.interrupted.connect(self.cancel_suggestion)
             editor.dismissed.connect(lambda e=editor: self._on_dismissed(e))
-            editor.accepted.connect(self._on_accepted)
+            editor.accepted.connect(lambda pieces, e=editor: self._on_accepted(pieces, e))
+            editor.tab_waiting.connect(lambda e=editor: self._on_early_tab(e))
             editor.cursorPositionChanged.connect(lambda e=editor: self._on_cursor_moved(e))
         self.to_edit.textEdited.connect(lambda _: self.cancel_suggestion())
         self.to_edit.textChanged.connect(lambda _: self._changed())
@@ -253,6 +257,7 @@ class ComposeWindow(QMainWindow):
 
     def cancel_suggestion(self) -> None:
         """Stop the running generation now; its pieces will not paint."""
+        self._tab_waiting = False
         self.current_id = next(self._ids)
         if self.worker:
             self.worker.latest = self.current_id
@@ -276,12 +281,14 @@ class ComposeWindow(QMainWindow):
         self.current_id = next(self._ids)
         self.worker.latest = self.current_id
         self._lifted_space = lifted
+        self._at_line_start = before.endswith("\n")
         self.current_editor = editor
         editor.start_ghost()
         s = self.settings
         request = GenerationRequest(prompt, max_tokens=s.max_tokens, temperature=s.temperature,
                                     stop=stop, use_chunks=s.chunks_enabled, anchor_reduction=s.anchor_reduction,
                                     knn=s.knn_enabled)
+        self._in_flight = self.current_id
         self.request_generation.emit(self.current_id, request)
 
     def _on_piece(self, request_id: int, text: str, meta: dict) -> None:
@@ -292,13 +299,21 @@ class ComposeWindow(QMainWindow):
             if not text.startswith(" "):
                 self._lifted_space = False
             text = text[1:] if text.startswith(" ") else text
+        if self._at_line_start and not editor.pieces:
+            text = text.lstrip("\n")     # the cursor already starts a line: no empty line above the suggestion
+            if not text:
+                return
         editor.add_ghost(GhostPiece(text, meta.get("source", "model"), meta.get("chunk_id"), meta.get("label"),
                                     meta.get("kind"), meta.get("similarity")))
 
     def _on_finished(self, request_id: int, stats: dict) -> None:
         if request_id != self.current_id:
             return
+        self._in_flight = -1
         self.last_stats = stats
+        if self._tab_waiting and self.current_editor is not None:
+            self._tab_waiting = False
+            self.current_editor.accept_ghost()
         secs = max(stats.get("seconds", 0), 1e-6)
         self.stats_label.setText(
             f"{stats['tokens'] / secs:.0f} tok/s · {stats['chunks']} chunk(s) · "
@@ -306,6 +321,8 @@ class ComposeWindow(QMainWindow):
 
     def _on_failed(self, request_id: int, message: str) -> None:
         if request_id == self.current_id:
+            self._in_flight = -1
+            self._tab_waiting = False
             self.statusBar().showMessage(f"Suggestion failed: {message.splitlines()[0]}", 8000)
 
     def _on_dismissed(self, editor: GhostTextEdit) -> None:
@@ -350,9 +367,22 @@ class ComposeWindow(QMainWindow):
             f"Forgot {counts['contexts']} learned phrase(s), {counts['chunks']} mined chunk(s) and "
             f"{counts['knn_rows']} entries of your writing.", 8000)
 
-    def _on_accepted(self, pieces: list) -> None:
+    def _on_early_tab(self, editor: GhostTextEdit) -> None:
+        """Tab in the typing pause or while the suggestion streams: wait for it, never type a tab."""
+        if not self.model_ready:
+            return
+        if self.debounce.isActive():       # still in the typing pause: ask now rather than wait
+            self.debounce.stop()
+            self.suggest_now()
+        if self._in_flight == self.current_id and editor is self.current_editor:
+            self._tab_waiting = True
+
+    def _on_accepted(self, pieces: list, editor: GhostTextEdit | None = None) -> None:
         for chunk_id in {p.chunk_id for p in pieces if p.from_chunk}:
             self.request_use.emit(chunk_id)
+        if editor is not None and not editor.pieces:
+            self.current_editor = editor
+            self._schedule()             # the whole suggestion taken: the next one follows
 
     def _toggle_marks(self, checked: bool) -> None:
         self.settings.show_chunk_marks = checked

@@ -102,6 +102,8 @@ def suggest(engine: Engine, before: str, rest: str, settings: Settings):
         piece_text = piece.text
         if lifted and not text:
             piece_text = piece_text[1:] if piece_text.startswith(" ") else piece_text
+        if before.endswith("\n") and not text:
+            piece_text = piece_text.lstrip("\n")     # the editor drops them at the start of a line (_on_piece)
         text += piece_text
         mask += [piece.source == "chunk"] * len(piece_text)
         if piece.source == "chunk":

@@ -415,3 +415,56 @@ def test_learning_while_writing_from_the_editor(qtbot, make_window, monkeypatch)
     with ChunkStore(w.settings.db_path) as store:
         assert store.learned_contexts() == []
         assert len(store.list_chunks(kind="pii")) == len(paper_profile())
+
+
+def test_tab_before_the_suggestion_waits_for_it_and_never_types_a_tab(qtbot, make_window):
+    """Issue 14.2: Tab in the typing pause inserted a tab character and the suggestion came after it."""
+    w = make_window()
+    body = w.body_edit
+    body.setFocus()
+    type_text(qtbot, body, "Hi Tom,\n\nI hope you are")
+    qtbot.keyClick(body, Qt.Key_Tab)                       # within the 50 ms typing pause
+    qtbot.waitUntil(lambda: len(body.toPlainText()) > len("Hi Tom,\n\nI hope you are"), timeout=WAIT)
+    assert "\t" not in body.toPlainText()
+    assert body.toPlainText().startswith("Hi Tom,\n\nI hope you are")
+
+
+def test_ctrl_right_takes_no_lone_space_and_a_blank_line_gets_no_extra_newline(qtbot, make_window):
+    """Issues 14.3 and 14.4: Ctrl+Right accepted a ghost that was only a space; after a blank line
+    the suggestion started one line lower and accepting it left three newlines."""
+    from app.ghost import GhostPiece
+
+    w = make_window()
+    body = w.body_edit
+    body.setFocus()
+    type_text(qtbot, body, "Hi Tom")
+    w.cancel_suggestion()
+    body.start_ghost()
+    body.add_ghost(GhostPiece(" ", "model"))
+    qtbot.keyClick(body, Qt.Key_Right, Qt.ControlModifier)
+    assert body.toPlainText() == "Hi Tom" and body.ghost_text == " "
+
+    body.clear_ghost()
+    type_text(qtbot, body, ",\n\n")
+    w.debounce.stop()
+    w.suggest_now()                                         # what the typing pause does
+    request = w.current_id
+    w.cancel_suggestion()
+    w.current_id = request                                  # keep the request current; the model's pieces are
+    w.worker.latest = -1                                    # stopped, so only the ones sent below paint
+    w.worker.piece.emit(request, "\n", {"source": "model"})
+    w.worker.piece.emit(request, "I hope", {"source": "model"})
+    assert body.ghost_text == "I hope"
+    qtbot.keyClick(body, Qt.Key_Tab)
+    assert body.toPlainText() == "Hi Tom,\n\nI hope"
+
+
+def test_a_new_suggestion_follows_an_accepted_one(qtbot, make_window):
+    """Issue 14.5: after Tab took a whole suggestion, nothing followed until the user typed again."""
+    w = make_window()
+    body = type_and_wait(qtbot, w, "Hi Tom,\n\nThanks for the update. I will")
+    first = w.current_id
+    qtbot.keyClick(body, Qt.Key_Tab)
+    qtbot.waitUntil(lambda: w.current_id > first and bool(body.pieces)
+                    and w.last_stats.get("_done_id") == w.current_id, timeout=WAIT)
+    assert body.ghost_text.strip()
