@@ -7,25 +7,35 @@ import numpy as np
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog, QFormLayout,
-                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QSlider, QSpinBox, QVBoxLayout, QWidget)
+                               QHBoxLayout, QLabel, QLineEdit, QListWidget, QMessageBox, QPushButton, QSlider,
+                               QSpinBox, QVBoxLayout, QWidget)
 
 from .settings import Settings
 
 
 class ThresholdPlot(QWidget):
-    """How many places in the user's recent text would take a chunk at each threshold."""
+    """How many places of the draft would take a chunk at each threshold (core.tuning.Place: up to
+    which threshold each would); the list beside it says which phrase takes which chunk."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setMinimumSize(260, 120)
-        self.scores: list[float] = []
+        self.places: list[dict] = []
         self.threshold = 0.15
-        self.note = "Measuring your recent text…"
+        self.note = "Measuring your draft…"
 
-    def set_scores(self, scores: list[float]) -> None:
-        self.scores = list(scores)
-        self.note = "" if scores else "No recent text or no chunks to measure yet."
+    @property
+    def scores(self) -> list[float]:
+        return [p["reach"] for p in self.places]
+
+    def set_places(self, places: list[dict]) -> None:
+        self.places = list(places)
+        self.note = "" if places else "No draft text or no chunks to measure yet."
         self.update()
+
+    def taking(self, threshold: float) -> list[dict]:
+        """The places that would take a chunk at *threshold*."""
+        return [p for p in self.places if p["reach"] >= threshold]
 
     def counts(self, grid: np.ndarray) -> np.ndarray:
         s = np.asarray(self.scores)
@@ -57,9 +67,8 @@ class ThresholdPlot(QWidget):
         x = left + (right - left) * self.threshold
         p.setPen(QPen(QColor(200, 60, 60), 1, Qt.DashLine))
         p.drawLine(int(x), top, int(x), bottom)
-        if self.scores:
-            n = int((np.asarray(self.scores) >= self.threshold).sum())
-            p.drawText(int(x) + 4, top + 12, f"{n} of {len(self.scores)} places")
+        if self.places:
+            p.drawText(int(x) + 4, top + 12, f"{len(self.taking(self.threshold))} of {len(self.places)} places")
         p.end()
 
 
@@ -76,6 +85,9 @@ class SettingsDialog(QDialog):
         self.slider_label = QLabel()
         self.plot = ThresholdPlot()
         self.plot.threshold = s.threshold
+        self.places_list = QListWidget()
+        self.places_list.setToolTip("Where in your draft a chunk would be inserted at this threshold")
+        self.places_list.setMaximumHeight(110)
         self.slider.valueChanged.connect(self._threshold_changed)
         self.model = QLineEdit(s.model_path)
         self.model.setPlaceholderText("bundled SmolLM2-135M-Instruct")
@@ -117,8 +129,9 @@ class SettingsDialog(QDialog):
         self.learn_sent = QCheckBox("Learn from emails I open in my mail client (off until you turn it on)")
         self.learn_sent.setChecked(s.learn_from_sent)
         self.tune_button = QPushButton("Tune threshold from my writing…")
-        self.tune_button.setToolTip("Pick a few of your own emails that Chunkwise has not learned from: the "
-                                    "threshold that predicts them best (lowest CD-LM perplexity) is chosen.")
+        self.tune_button.setToolTip("Pick some of your own emails where you wrote your details (phone, address, "
+                                    "snippets): the threshold that inserts them where you wrote them, and not "
+                                    "where someone else's detail or ordinary text goes, is chosen.")
         self.tune_button.clicked.connect(self._tune)
         self.tune_label = QLabel("")
         self.tune_label.setWordWrap(True)
@@ -130,6 +143,7 @@ class SettingsDialog(QDialog):
         threshold_row.addLayout(threshold_box, 1)
         threshold_row.addWidget(self.plot, 1)
         form.addRow("Similarity threshold:", threshold_row)
+        form.addRow("In this draft:", self.places_list)
         tune_row = QHBoxLayout()
         tune_row.addWidget(self.tune_button)
         tune_row.addWidget(self.tune_label, 1)
@@ -154,7 +168,7 @@ class SettingsDialog(QDialog):
         self._threshold_changed(self.slider.value())
         worker = getattr(window, "worker", None)
         if worker is not None:
-            worker.threshold_profile.connect(self.plot.set_scores)
+            worker.threshold_profile.connect(self._on_places)
             worker.tuned.connect(self._on_tuned)
             worker.tune_failed.connect(self._on_tune_failed)
             from PySide6.QtCore import QMetaObject, Q_ARG
@@ -162,15 +176,29 @@ class SettingsDialog(QDialog):
             text = window.email_text() if hasattr(window, "email_text") else ""
             QMetaObject.invokeMethod(worker, "profile_threshold", Qt.QueuedConnection, Q_ARG(str, text))
         else:
-            self.plot.set_scores([])
+            self._on_places([])
 
     def _threshold_changed(self, value: int) -> None:
         t = value / 100
         self.slider_label.setText(f"{t:.2f} — lower inserts chunks more readily, higher only on close matches")
         self.plot.threshold = t
         self.plot.update()
+        self._list_places()
         if hasattr(self.window_, "set_threshold"):
             self.window_.set_threshold(t)   # live: the next suggestion uses it
+
+    def _on_places(self, places: list) -> None:
+        self.plot.set_places(places)
+        self._list_places()
+
+    def _list_places(self) -> None:
+        """Which phrase of the draft takes which chunk at the slider's value."""
+        self.places_list.clear()
+        taking = self.plot.taking(self.slider.value() / 100)
+        for place in taking:
+            self.places_list.addItem(f"…{place['phrase']}  →  {place['label']}   (up to {place['reach']:.2f})")
+        if self.plot.places and not taking:
+            self.places_list.addItem("No chunk would be inserted in this draft at this threshold.")
 
     def _tune(self, path: str | None = None) -> None:
         if not path:
@@ -182,11 +210,21 @@ class SettingsDialog(QDialog):
         self.tune_label.setText("Measuring…")
         self.window_.request_tune.emit(path)
 
-    def _on_tuned(self, result: dict) -> None:
+    def _on_tuned(self, result: dict, confirm: bool = True) -> None:
         self.tune_button.setEnabled(True)
+        summary = (f"{result['right']} of {result['positives']} of your values inserted where you wrote them, "
+                   f"{result['wrong']} wrong field, {result['false']} of {result['negatives']} places "
+                   f"where none belongs")
+        if result.get("extreme") and confirm and QMessageBox.question(
+                self, "Tune threshold",
+                f"The best threshold on this text is {result['threshold']:.2f}, at the end of the range "
+                f"({summary}). Such a value inserts chunks {'very readily' if result['threshold'] < 0.5 else 'almost never'}. "
+                "Use it anyway?", QMessageBox.Yes | QMessageBox.No, QMessageBox.No) != QMessageBox.Yes:
+            self.tune_label.setText(f"Kept {self.slider.value() / 100:.2f}; the text suggested "
+                                    f"{result['threshold']:.2f} ({summary}).")
+            return
         self.slider.setValue(round(result["threshold"] * 100))
-        self.tune_label.setText(f"Best threshold {result['threshold']:.2f}: perplexity {result['best']:.2f} "
-                                f"(model alone {result['base']:.2f}).")
+        self.tune_label.setText(f"Best threshold {result['threshold']:.2f}: {summary}.")
 
     def _on_tune_failed(self, message: str) -> None:
         self.tune_button.setEnabled(True)
@@ -218,7 +256,7 @@ class SettingsDialog(QDialog):
     def done(self, result: int) -> None:
         worker = getattr(self.window_, "worker", None)
         if worker is not None:
-            for signal, slot in ((worker.threshold_profile, self.plot.set_scores), (worker.tuned, self._on_tuned),
+            for signal, slot in ((worker.threshold_profile, self._on_places), (worker.tuned, self._on_tuned),
                                  (worker.tune_failed, self._on_tune_failed)):
                 try:
                     signal.disconnect(slot)

@@ -11,9 +11,8 @@ import logging
 import threading
 import time
 import traceback
-from dataclasses import replace
+from dataclasses import asdict, replace
 
-import numpy as np
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from core import ChunkwiseError, Engine, GenerationRequest
@@ -41,10 +40,10 @@ class ModelWorker(QObject):
     progress = Signal(str, int, int)        # what, done, total
     store_ready = Signal(int)               # contexts matched after a refresh
     store_failed = Signal(str)
-    threshold_profile = Signal(list)        # match scores of the recent text's positions
+    threshold_profile = Signal(list)        # [{end, phrase, chunk_id, label, reach}]: core.tuning.Place
     learned = Signal(dict)                  # summary of a mining run
     learn_failed = Signal(str)
-    tuned = Signal(dict)                    # {"threshold", "best", "base", "grid"}
+    tuned = Signal(dict)                    # {threshold, right, wrong, false, positives, negatives, grid, extreme}
     tune_failed = Signal(str)
     learned_here = Signal(list)             # [{"chunk_id", "context", "origin"}] learned while writing
     forgotten = Signal(dict)                # {"contexts", "chunks", "knn_rows"} removed
@@ -232,42 +231,43 @@ class ModelWorker(QObject):
 
     @Slot(str)
     def tune(self, path: str) -> None:
-        """The threshold with the lowest CD-LM perplexity on the user's held-out text."""
+        """The threshold that inserts the user's values where they wrote them and nowhere else (core/tuning.py)."""
         if self.engine is None:
             self.tune_failed.emit("The model is not loaded yet.")
             return
         from core.corpus import read_corpus
-        from core.learning import tune_threshold
+        from core.tuning import tune_insertions
 
+        self._cancel_refresh.clear()
         try:
-            text = "\n\n".join(d.text for d in read_corpus([path]))
-            result = tune_threshold(self.engine, text)
-            self.tuned.emit({"threshold": result.threshold, "best": result.best, "base": result.base,
-                             "grid": result.grid})
+            texts = [d.text for d in read_corpus([path])]
+            result = tune_insertions(self.engine, texts,
+                                     progress=lambda d, t: self.progress.emit("Tuning the threshold", d, t),
+                                     cancelled=self._cancel_refresh.is_set)
+            self.tuned.emit({"threshold": result.threshold, "positives": result.positives,
+                             "negatives": result.negatives, "grid": result.grid, "extreme": result.extreme,
+                             **result.best})
         except ChunkwiseError as exc:
             self.tune_failed.emit(str(exc))
         except Exception as exc:
             _log_failure("tuning")
             self.tune_failed.emit(f"internal error ({type(exc).__name__})")
+        finally:
+            self.progress.emit("Tuning the threshold", 1, 1)
 
     @Slot(str)
     def profile_threshold(self, text: str) -> None:
-        """Best match score at each word boundary of *text* (for the settings plot)."""
-        if self.engine is None or not text.strip() or len(self.engine.matcher) == 0:
+        """Which phrases of *text* would take which chunk, up to which threshold (the settings plot)."""
+        if self.engine is None:
             self.threshold_profile.emit([])
             return
-        rt, matcher = self.engine.runtime, self.engine.matcher
-        toks = rt.tokenize(text[-3000:])
-        rt.reset()
-        out = rt.eval(toks, outputs=range(1, len(toks)))
-        scores = []
-        for i in range(2, len(toks) - 1):
-            cands = matcher.candidates(out.hidden[i - 1], out.hidden[max(0, i - 3):i].mean(axis=0),
-                                       rt.detokenize(toks[1:i + 1]), last_token=toks[i],
-                                       model_choice=int(np.argmax(out.logits[i - 1])))
-            scores.append(max((c.match for c in cands), default=-1.0))
-        cal = matcher.calibration
-        self.threshold_profile.emit([float(cal.to_scale(s)) for s in scores])
+        from core.tuning import insertion_places
+
+        try:
+            places = insertion_places(self.engine, text)
+        except ChunkwiseError:
+            places = []
+        self.threshold_profile.emit([asdict(p) for p in places])
 
 
 class WorkerThread:

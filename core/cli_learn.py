@@ -75,13 +75,22 @@ def add_knn_options(parser) -> None:
     parser.add_argument("--temperature-knn", type=float, default=d.temperature, dest="knn_temperature", metavar="T",
                         help="kNN-LM distance temperature (with --knn)")
     parser.add_argument("--k", type=int, default=d.k, help="neighbours for kNN-LM (with --knn)")
+    parser.add_argument("--knn-gate", default=str(d.gate), metavar="D",
+                        help="kNN-LM weight falls off past this nearest squared distance; 'none': fixed lambda "
+                             "as in the paper (with --knn)")
 
 
 def knn_settings(args):
     """The checked KnnSettings of the options add_knn_options added."""
     from .knn import KnnSettings
 
-    return KnnSettings(lam=args.lam, mu=args.mu, temperature=args.knn_temperature, k=args.k).check()
+    from .errors import ChunkwiseError
+
+    try:
+        gate = None if str(args.knn_gate).lower() == "none" else float(args.knn_gate)
+    except ValueError:
+        raise ChunkwiseError(f"--knn-gate must be a number or 'none', not {args.knn_gate!r}.") from None
+    return KnnSettings(lam=args.lam, mu=args.mu, temperature=args.knn_temperature, k=args.k, gate=gate).check()
 
 
 def cmd_mine(args, engine_factory, progress_factory) -> int:

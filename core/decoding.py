@@ -32,7 +32,7 @@ from .knn import KnnLM
 from .matching import REPEATABLE_KINDS, ChunkMatcher, Proposal
 from .sampling import Sampler, StopMatcher, Utf8Stream
 from .slots import OWNER_MIN, writer_evidence
-from .text import at_sentence_start, is_sentence
+from .text import at_sentence_start, is_sentence, opens_paragraph
 
 LEAD_IN_WORDS = 2         # words the model may write before one of the user's values
 
@@ -108,6 +108,7 @@ class _State:
     logits: np.ndarray
     hidden: np.ndarray
     local: np.ndarray
+    mixed: bool = False     # logits already hold the kNN-LM mixture (propose did it)
 
 
 class Decoder:
@@ -152,6 +153,7 @@ class Decoder:
         start = time.perf_counter()
         self._text = prompt_text[-2000:]
         self._prompt_chars = len(self._text)
+        self._stops = _AttributedStops(self.s.stop, lead=opens_paragraph(self._text))
         state = self.prefill(prompt_tokens)
         if self._anchors is not None:
             self._anchors.reduce()                   # the prefix's earlier sentences (Algorithm 1, line 10)
@@ -216,9 +218,14 @@ class Decoder:
             return None
         # With drafting, weaker matches are worth scoring too: they become drafts.
         greedy = not self.s.sample_acceptance and self.drafter is None
+        if self.knn is not None and not state.mixed:
+            # With the kNN-LM on, its mixture is the teacher the mined chunks came from: a mined
+            # chunk must start with the token it would choose (bench/keystrokes.py: without this,
+            # chunks took the place of better kNN tokens).  Mixed once here, reused by sample().
+            state.logits, state.mixed = self.knn.mix_logits(state.logits, state.hidden), True
         proposal = self.matcher.propose(state.hidden, state.local, self._text, exclude=self._used_chunks,
                                         greedy=greedy, last_token=self.rt.tokens[-1] if self.rt.tokens else None,
-                                        model_choice=int(np.argmax(state.logits)))
+                                        model_choice=int(np.argmax(state.logits)), gate_mined=state.mixed)
         if proposal is not None and proposal.kind not in REPEATABLE_KINDS:
             # The writer probe runs a decode: state.logits may be a view into llama.cpp's output
             # buffer (decode_step's copy=False), so keep this step's logits before it is overwritten.
@@ -284,11 +291,11 @@ class Decoder:
         if self._pending is not None:
             token, self._pending = self._pending, None
             return token
-        return self.choose(state.logits, state.hidden)
+        return self.choose(state.logits, state.hidden, mixed=state.mixed)
 
-    def choose(self, logits: np.ndarray, hidden: np.ndarray | None) -> int:
+    def choose(self, logits: np.ndarray, hidden: np.ndarray | None, mixed: bool = False) -> int:
         """The next token from the model's logits (V,), mixed with the kNN distribution when on."""
-        if self.knn is not None:
+        if self.knn is not None and not mixed:
             logits = self.knn.mix_logits(logits, hidden)
         return self.s.sampler.sample(logits)
 
@@ -397,8 +404,8 @@ class Decoder:
 class _AttributedStops:
     """Stop sequences over streamed pieces, keeping each piece's source."""
 
-    def __init__(self, stops: Sequence[str]):
-        self.matcher = StopMatcher(list(stops))
+    def __init__(self, stops: Sequence[str], lead: bool = True):
+        self.matcher = StopMatcher(list(stops), lead)
         self.held: list[Piece] = []
 
     def feed(self, piece: Piece) -> tuple[list[Piece], bool]:

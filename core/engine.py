@@ -247,6 +247,19 @@ class Engine:
         self._refreshed = True
         return done
 
+    def matcher_ready(self) -> ChunkMatcher | None:
+        """The matcher over an up-to-date store, or None when the store is empty."""
+        if self.store.count()[0] == 0:
+            return None
+        if not self._refreshed:
+            self.refresh(self._progress)
+        return self.matcher
+
+    def runtime_states(self, tokens: Sequence[int]):
+        """One pass over *tokens* from an empty cache: logits (n, V) and hidden states (n, d), row i after token i."""
+        self.runtime.reset()
+        return self.runtime.eval(list(tokens), outputs="all", hidden=True)
+
     @property
     def knn(self) -> KnnLM:
         """The kNN-LM datastore of the mined corpus (loaded on first use), with ``knn_settings``."""

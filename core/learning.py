@@ -44,6 +44,15 @@ def load_teacher(path: str | os.PathLike, n_ctx: int = 1024, n_threads: int | No
         raise ChunkwiseError(f"The teacher model could not be loaded: {exc}") from None
 
 
+def _corpus_teacher(engine):
+    """The kNN-LM of the other documents as mining teacher, with the paper's fixed lambda: the
+    decode-time confidence gate (KnnSettings.gate) cut the chunks mined from the persona mail
+    by a fifth (bench/keystrokes.py, dev split)."""
+    from dataclasses import replace
+
+    return engine.matcher.stats, replace(engine.knn_settings, gate=None).check()
+
+
 def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher: LlamaRuntime | None = None,
          kind: str | None = None, knn: bool = False, progress: Progress | None = None,
          cancelled: Callable[[], bool] | None = None, corpus_teacher: bool = False) -> MineResult:
@@ -53,7 +62,7 @@ def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher
     (engine.knn_settings), so phrases the user repeats become chunks.
     """
     kind = kind or ("teacher" if (teacher is not None or corpus_teacher) else "self")
-    ct = (engine.matcher.stats, engine.knn_settings.check()) if corpus_teacher else None
+    ct = _corpus_teacher(engine) if corpus_teacher else None
     report = Miner(engine.runtime, gamma, teacher, ct).mine(docs, progress, cancelled, knn=knn)
     if report.documents == 0:
         raise ChunkwiseError("No document is long enough to mine (each needs a few sentences); nothing was stored.")
@@ -122,11 +131,7 @@ def _report(engine, p: _Pass, matcher: ChunkMatcher | None) -> PerplexityReport:
 
 
 def _matcher(engine) -> ChunkMatcher | None:
-    if engine.store.count()[0] == 0:
-        return None
-    if not engine._refreshed:
-        engine.refresh()
-    return engine.matcher
+    return engine.matcher_ready()
 
 
 def perplexity_of(engine, text: str, knn: bool = False) -> PerplexityReport:
@@ -169,7 +174,7 @@ def tune_gamma(engine, corpus: Sequence[Document], text: str, gammas: Sequence[f
     """Gamma and threshold together: one pass over *corpus*, chunks cut at each gamma into a
     scratch store, CD-LM perplexity of held-out *text* for each threshold.  The user's store is
     not touched."""
-    ct = (engine.matcher.stats, engine.knn_settings.check()) if corpus_teacher else None
+    ct = _corpus_teacher(engine) if corpus_teacher else None
     miner = Miner(engine.runtime, max(gammas), teacher, ct)
     passes = miner.score_all(corpus, progress)
     if not passes:

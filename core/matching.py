@@ -321,6 +321,12 @@ class ChunkMatcher:
     def type_cutoff(self) -> float:
         return TYPE_FLOOR + TYPE_SPAN * self.threshold
 
+    type_floor, type_span = TYPE_FLOOR, TYPE_SPAN      # type_cutoff's scale, for whoever inverts it
+
+    def chunk_info(self, chunk_id: int) -> dict:
+        """kind, label, text and words of a chunk matching knows."""
+        return self._chunks[chunk_id]
+
     def _calibrate(self) -> Calibration:
         """Background level: the best match score of ordinary text positions (no shared words).
 
@@ -353,7 +359,8 @@ class ChunkMatcher:
 
     def candidates(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
                    exclude: Iterable[int] = (), min_match: float | None = None,
-                   last_token: int | None = None, model_choice: int | None = None) -> list["Candidate"]:
+                   last_token: int | None = None, model_choice: int | None = None,
+                   gate_mined: bool = False) -> list["Candidate"]:
         """Scored candidate chunks for the state after the newest token, best choice first.
 
         *hidden*: (d,) state after the newest token; *hidden_local*: (d,)
@@ -368,7 +375,9 @@ class ChunkMatcher:
         a self-distilled chunk must also start with that token: those chunks
         are the model's confident phrases, and this keeps them from starting
         where the model would not (docs/benchmarks.md measures with and
-        without).  Teacher chunks are exempt: the teacher knows better.
+        without).  Teacher chunks are exempt: the teacher knows better --
+        unless *gate_mined*, when *model_choice* is the teacher's own choice
+        (the kNN-LM mixture at decode time).
         """
         if len(self.index) == 0:
             return []
@@ -393,7 +402,8 @@ class ChunkMatcher:
             if self._mined[row]:
                 if last_token is not None and self._entry[row] != last_token:
                     continue
-                if gate is not None and self._self[row] and self._tokens[int(labels[i])][:1] != (gate,):
+                if (gate is not None and (self._self[row] or gate_mined)
+                        and self._tokens[int(labels[i])][:1] != (gate,)):
                     continue
             info = self._chunks[chunk_id]
             # Already written: a PII value or snippet is not repeated; a mined
@@ -413,7 +423,7 @@ class ChunkMatcher:
 
     def propose(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
                 exclude: Iterable[int] = (), greedy: bool = True, last_token: int | None = None,
-                model_choice: int | None = None) -> Proposal | None:
+                model_choice: int | None = None, gate_mined: bool = False) -> Proposal | None:
         """The chunk to offer at this step with its acceptance probability, or None.
 
         *greedy*: the caller accepts only when q >= 0.5, so weaker matches are
@@ -424,7 +434,7 @@ class ChunkMatcher:
             return typed
         floor = self.calibration.raw_cutoff(self.threshold) if greedy else max(self.eta, self.calibration.background)
         ranked = self.candidates(hidden, hidden_local, text, exclude, min_match=floor, last_token=last_token,
-                                 model_choice=model_choice)
+                                 model_choice=model_choice, gate_mined=gate_mined)
         # A typed chunk comes only where the slot classifier agrees (the typed route above);
         # context similarity alone put phone numbers where email addresses go.  Except
         # after a phrase the user themself typed the value after (a learned context).

@@ -89,7 +89,8 @@ class StopMatcher:
 
     A stop counts only after some text: whitespace the text opens with passes
     through, so a suggestion may begin a new paragraph ("\\n\\nKind regards,")
-    and still end at the next blank line.
+    and still end at the next blank line.  ``lead=False``: a stop counts from
+    the first character (where a new paragraph cannot come, text.opens_paragraph).
 
     >>> m = StopMatcher(["\\n\\n"])
     >>> m.feed("Hi\\n"), m.feed("\\nBye")
@@ -98,10 +99,10 @@ class StopMatcher:
     ('\\n\\nThanks,', True)
     """
 
-    def __init__(self, stops: list[str] | tuple[str, ...] = ()) -> None:
+    def __init__(self, stops: list[str] | tuple[str, ...] = (), lead: bool = True) -> None:
         self.stops = [s for s in stops if s]
         self._held = ""
-        self._lead = True          # only whitespace has passed so far
+        self._lead = lead          # only whitespace has passed so far, and it may open the text
 
     def feed(self, text: str) -> tuple[str, bool]:
         """Return (text safe to emit, stopped)."""

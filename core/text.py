@@ -46,6 +46,20 @@ def at_sentence_start(text: str) -> bool:
     return not tail or tail[-1] in ".!?:\n"
 
 
+def opens_paragraph(text: str) -> bool:
+    """Whether a continuation of *text* may open with a blank line: after a sentence, a greeting
+    line ("Hi Oskar,"), or at the start of a line; not after "Call me:" or mid-sentence.
+
+    >>> opens_paragraph("Thanks for your help."), opens_paragraph("Hi Oskar,"), opens_paragraph("Ship to:")
+    (True, True, False)
+    """
+    tail = text.rstrip(" \t")
+    if not tail or tail.endswith("\n") or tail[-1] in ".!?":
+        return True
+    line = tail.rsplit("\n", 1)[-1]
+    return tail[-1] == "," and len(line.split()) <= 4
+
+
 LEAD_IN_WORDS = 12   # at most this many words before a value make a learned context
 
 

@@ -290,8 +290,9 @@ def test_drafts_are_autosaved_restored_and_closing_asks(qtbot, tmp_path, monkeyp
 
 def test_learning_from_writing_and_tuning_from_settings(qtbot, make_window, tmp_path, monkeypatch):
     """Tools → Learn from my writing (the menu action, as a user triggers it: the file dialog opens
-    and its choice is mined in the worker); Settings tunes the threshold."""
-    from PySide6.QtWidgets import QFileDialog
+    and its choice is mined in the worker); Settings tunes the threshold against the user's own
+    values and asks before an extreme one."""
+    from PySide6.QtWidgets import QFileDialog, QMessageBox
 
     from app.settings_dialog import SettingsDialog
     from tests.test_distill import EMAILS
@@ -312,12 +313,26 @@ def test_learning_from_writing_and_tuning_from_settings(qtbot, make_window, tmp_
     with ChunkStore(w.settings.db_path) as store:
         assert store.list_chunks(kind="teacher")
 
+    own = tmp_path / "own.txt"           # the user's own email, with their phone number written by hand
+    own.write_text("Hi Tom,\n\nThanks for sorting out the delivery. If the driver gets lost, he can call me at "
+                   "(555) 123-4567 and I will come down.\n\nBest,\nJohn", encoding="utf-8")
+    with ChunkStore(w.settings.db_path) as store:
+        store.add_chunk("(555) 123-4567", "pii", ["My phone number is", "You can call me at"], label="phone")
+    with qtbot.waitSignal(w.worker.store_ready, timeout=WAIT):
+        w.request_refresh.emit()
     dialog = SettingsDialog(w, w.settings)
     qtbot.addWidget(dialog)
-    with qtbot.waitSignal(w.worker.tuned, timeout=WAIT) as tuned:
-        dialog._tune(files[0])
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Yes)
+    with qtbot.waitSignal(w.worker.tuned, timeout=WAIT * 3) as tuned:
+        dialog._tune(str(own))
+    assert tuned.args[0]["positives"] == 1
     assert dialog.slider.value() == round(tuned.args[0]["threshold"] * 100)
-    assert "Best threshold" in dialog.tune_label.text()
+    assert "Best threshold" in dialog.tune_label.text() and "of your values inserted" in dialog.tune_label.text()
+    extreme = dict(tuned.args[0], threshold=0.0, extreme=True)
+    before = dialog.slider.value()
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.No)
+    dialog._on_tuned(extreme)                     # the user declines an extreme value: nothing changes
+    assert dialog.slider.value() == before and "Kept" in dialog.tune_label.text()
     dialog.knn.setChecked(True)
     dialog.accept()
     assert load_settings(tmp_path / "settings.json")[0].knn_enabled
@@ -468,3 +483,21 @@ def test_a_new_suggestion_follows_an_accepted_one(qtbot, make_window):
     qtbot.waitUntil(lambda: w.current_id > first and bool(body.pieces)
                     and w.last_stats.get("_done_id") == w.current_id, timeout=WAIT)
     assert body.ghost_text.strip()
+
+
+def test_settings_list_which_phrase_of_the_draft_takes_which_chunk(qtbot, make_window):
+    """Issue 10.6: the settings plot showed a count; it now lists the draft's phrases and their chunks."""
+    from app.settings_dialog import SettingsDialog
+
+    w = make_window(with_pii=True)
+    w.body_edit.setPlainText("Hi Tom,\n\nThanks for the update. If anything comes up, please give me a call at")
+    with qtbot.waitSignal(w.worker.threshold_profile, timeout=WAIT):
+        dialog = SettingsDialog(w, w.settings)
+        qtbot.addWidget(dialog)
+    items = [dialog.places_list.item(i).text() for i in range(dialog.places_list.count())]
+    assert any("give me a call at" in t and "→  phone" in t for t in items)
+    dialog.slider.setValue(100)
+    items = [dialog.places_list.item(i).text() for i in range(dialog.places_list.count())]
+    reach = max(p["reach"] for p in dialog.plot.places)
+    assert (items == ["No chunk would be inserted in this draft at this threshold."]) == (reach < 1.0)
+    dialog.reject()

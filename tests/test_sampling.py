@@ -52,3 +52,20 @@ def test_stop_matcher_across_pieces():
     assert (text, stopped) == ("a", False)
     text, stopped = m.feed("x")
     assert (text, stopped) == ("\nx", False)
+
+
+def test_knn_weight_falls_off_with_the_distance_to_the_nearest_stored_context():
+    """Bug caught: a fixed lambda replays old emails where no stored context is near (stale specifics)."""
+    import numpy as np
+
+    from core.knn import KnnSettings, mix
+
+    p_lm = np.array([0.6, 0.4, 0.0])
+    values = np.array([2, 2])
+    s = KnnSettings(lam=0.7, mu=1.0, temperature=0.1, k=2, gate=0.5, gate_width=0.08)
+    near = mix(p_lm, np.array([0.1, 0.2]), values, None, None, s)
+    far = mix(p_lm, np.array([1.2, 1.3]), values, None, None, s)
+    assert near[2] > 0.69 and abs(near.sum() - 1) < 1e-9        # close: the stored next token, lambda ~0.7
+    assert far[2] < 0.01 and np.allclose(far, p_lm, atol=0.01)   # far: the model's own distribution
+    fixed = mix(p_lm, np.array([1.2, 1.3]), values, None, None, KnnSettings(lam=0.7, mu=1.0, k=2, gate=None))
+    assert abs(fixed[2] - 0.7) < 1e-9                            # the paper's fixed lambda, still available

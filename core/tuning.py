@@ -1,0 +1,187 @@
+"""The similarity threshold as users weigh it: right insertions against wrong and misplaced ones.
+
+>>> result = tune_insertions(engine, [my_sent_email_text])          # doctest: +SKIP
+>>> result.threshold, result.extreme
+(0.2, False)
+
+Perplexity alone rewards inserting (the paper tunes eta so; ``learning.tune_threshold``
+still does, for the command line): from one email it chose 0.00, and a meeting time then
+got the user's phone number.  Here each threshold of a grid is tried with the real decoder
+(the editor's gates included) at
+
+* positives: every place in the user's own text where they wrote one of their library's
+  values (right = that chunk inserted there; wrong = another of their values), and
+* negatives: the places in core/data/tune_negatives.json (someone else's detail, a time, a
+  place, a help desk, ordinary prose) plus sentence ends of the user's text where no value
+  follows (false = any of their values inserted),
+
+and the score is ``right - WRONG_COST * (wrong + false)``: a wrong detail is worse than
+none.  The best plateau's middle is chosen; a value at either end of the grid is flagged
+``extreme`` so the editor asks before using it.
+
+:func:`insertion_places` is the settings plot's view: which phrases of a draft would take
+which chunk, and up to which threshold.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .errors import ChunkwiseError
+from .store import KINDS
+
+GRID = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 0.9)
+WRONG_COST = 2.0
+EXTREME = (0.05, 0.7)          # at or beyond these, the editor asks before using the value
+MAX_OWN_NEGATIVES = 20
+NEGATIVES_FILE = Path(__file__).resolve().parent / "data" / "tune_negatives.json"
+_SENTENCE_END = re.compile(r"[.!?](?=\s)")
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class TuneOutcome:
+    threshold: float
+    positives: int
+    negatives: int
+    grid: list[dict] = field(default_factory=list)   # {threshold, right, wrong, false, score}
+    extreme: bool = False
+
+    @property
+    def best(self) -> dict:
+        return next(g for g in self.grid if g["threshold"] == self.threshold)
+
+
+def built_in_negatives() -> list[str]:
+    return json.loads(NEGATIVES_FILE.read_text(encoding="utf-8"))["prompts"]
+
+
+def _places(engine, texts: Sequence[str], built_in: Sequence[str]) -> tuple[list[tuple[str, int]], list[str]]:
+    """(prompt, chunk id) where the user wrote a library value; prompts where none follows."""
+    from .feedback import typed_values
+
+    values = {c.id: c.text.strip() for kind in KINDS for c in engine.store.list_chunks(kind=kind)}
+    positives, negatives = [], []
+    for text in texts:
+        for chunk_id, value in values.items():
+            at = text.find(value) if len(value) >= 4 else -1
+            while at > 0:
+                if typed_values({chunk_id: value}, text[:at + len(value)]):
+                    positives.append((text[:at].rstrip(" "), chunk_id))
+                at = text.find(value, at + 1)
+        for m in _SENTENCE_END.finditer(text):
+            after = text[m.end():].lstrip()
+            if not any(after.startswith(v) for v in values.values()) and len(negatives) < MAX_OWN_NEGATIVES:
+                negatives.append(text[:m.end()])
+    return positives, negatives + list(built_in)
+
+
+def _first_value(engine, prompt: str, own: set[int]) -> int | None:
+    from .engine import GenerationRequest
+
+    out = engine.generate(GenerationRequest(prompt, max_tokens=6, stop=["\n\n"]), record_use=False)
+    return next((s.chunk_id for s in out.spans if s.chunk_id in own), None)
+
+
+def tune_insertions(engine, texts: Sequence[str], grid: Sequence[float] = GRID, progress: Progress | None = None,
+                    cancelled: Callable[[], bool] | None = None,
+                    negatives: Sequence[str] | None = None) -> TuneOutcome:
+    """The threshold that inserts the user's values where they wrote them and nowhere else.
+
+    *negatives*: the built-in places where none of the user's values belongs (default:
+    core/data/tune_negatives.json)."""
+    texts = [t for t in texts if t and t.strip()]
+    if not texts:
+        raise ChunkwiseError("The text to tune on is empty.")
+    own = {c.id for kind in KINDS for c in engine.store.list_chunks(kind=kind)}
+    if not own:
+        raise ChunkwiseError("Your library has no details or snippets yet: there is nothing to tune.")
+    positives, negatives = _places(engine, texts, built_in_negatives() if negatives is None else negatives)
+    if not positives:
+        raise ChunkwiseError("None of your library's values (phone, address, snippets…) appear in this text. "
+                             "Choose emails where you wrote some of them yourself.")
+    saved, rows = engine.threshold, []
+    total, done = len(grid) * (len(positives) + len(negatives)), 0
+    try:
+        for t in grid:
+            engine.threshold = t
+            right = wrong = false = 0
+            for prompt, chunk_id in positives:
+                got = _first_value(engine, prompt, own)
+                right += got == chunk_id
+                wrong += got is not None and got != chunk_id
+            for prompt in negatives:
+                false += _first_value(engine, prompt, own) is not None
+            done += len(positives) + len(negatives)
+            if progress:
+                progress(done, total)
+            if cancelled and cancelled():
+                raise ChunkwiseError("Tuning was cancelled; the threshold is unchanged.")
+            rows.append({"threshold": t, "right": right, "wrong": wrong, "false": false,
+                         "score": right - WRONG_COST * (wrong + false)})
+    finally:
+        engine.threshold = saved
+    top = max(r["score"] for r in rows)
+    plateau = [r["threshold"] for r in rows if r["score"] == top]
+    best = plateau[len(plateau) // 2]
+    return TuneOutcome(best, len(positives), len(negatives), rows,
+                       extreme=best <= EXTREME[0] or best >= EXTREME[1])
+
+
+# ---------------------------------------------------------------- the settings plot
+
+
+@dataclass(frozen=True)
+class Place:
+    """A word boundary of a draft where a chunk would be offered up to threshold ``reach``."""
+
+    end: int            # character offset in the text where the chunk would start
+    phrase: str         # the words leading into it
+    chunk_id: int
+    label: str
+    reach: float
+
+
+def insertion_places(engine, text: str, limit: int = 3000) -> list[Place]:
+    """For each word boundary of *text*: the chunk matching would offer there and the highest
+    threshold at which it still would (typed details: the slot classifier's agreement; other
+    chunks: the calibrated match score).  The editor's place gates are not run here."""
+    from .text import lead_in
+
+    matcher = engine.matcher_ready()
+    if matcher is None or not text.strip():
+        return []
+    text = text[-limit:]
+    rt = engine.runtime
+    tokens = rt.tokenize(text, add_special=True)
+    out = engine.runtime_states(tokens)                              # logits (n, V), hidden (n, d)
+    places = []
+    for i in range(2, len(tokens)):
+        piece = rt.detokenize(tokens[i + 1:i + 2]) if i + 1 < len(tokens) else " "
+        if not piece[:1].isspace():
+            continue                                                 # only where a new word begins (or the end)
+        so_far = rt.detokenize(tokens[1:i + 1])
+        hidden, local = out.hidden[i], out.hidden[max(0, i - 2):i + 1].mean(axis=0)
+        best = None
+        for chunk_id, agreement in matcher.type_agreement(hidden, local, so_far).items():
+            reach = (agreement - matcher.type_floor) / matcher.type_span
+            if best is None or reach > best[1]:
+                best = (chunk_id, reach)
+        for cand in matcher.candidates(hidden, local, so_far, last_token=tokens[i],
+                                       model_choice=int(np.argmax(out.logits[i])))[:1]:
+            if matcher.is_typed(cand.chunk_id):
+                continue
+            reach = float(matcher.calibration.to_scale(cand.match))
+            if best is None or reach > best[1]:
+                best = (cand.chunk_id, reach)
+        if best is not None and best[1] > 0:
+            info = matcher.chunk_info(best[0])
+            places.append(Place(len(so_far), lead_in(so_far)[-40:], best[0],
+                                info["label"] or info["text"][:30], round(min(best[1], 1.0), 3)))
+    return places
