@@ -21,7 +21,7 @@ class ThresholdPlot(QWidget):
         super().__init__(parent)
         self.setMinimumSize(260, 120)
         self.places: list[dict] = []
-        self.threshold = 0.15
+        self.threshold = 0.3
         self.note = "Measuring your draft…"
 
     @property

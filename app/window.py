@@ -151,7 +151,7 @@ class ComposeWindow(QMainWindow):
         tools = self.menuBar().addMenu("&Tools")
         self._action(tools, "Chunk &library…", self.open_library, QKeySequence("Ctrl+L"))
         self.learn_action = self._action(tools, "Learn from &my writing…", self.learn_from_writing)
-        self.learned_action = self._action(tools, "What Chunkwise &learned…", self.open_learned)
+        self.learned_action = self._action(tools, "What Chunkwise lear&ned…", self.open_learned)
         self.forget_action = self._action(tools, "&Forget what Chunkwise learned…", self.forget_learned)
         self._action(tools, "&Settings…", self.open_settings, QKeySequence("Ctrl+,"))
 

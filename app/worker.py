@@ -16,6 +16,7 @@ from dataclasses import asdict, replace
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from core import ChunkwiseError, Engine, GenerationRequest
+from core.matching import DEFAULT_THRESHOLD
 
 log = logging.getLogger("chunkwise.worker")
 
@@ -69,7 +70,7 @@ class ModelWorker(QObject):
 
             engine = Engine(options.get("model_path") or None, options.get("db_path") or str(default_db_path()),
                             n_ctx=options.get("n_ctx", 2048), n_threads=options.get("threads") or None,
-                            threshold=options.get("threshold", 0.15),
+                            threshold=options.get("threshold", DEFAULT_THRESHOLD),
                             progress=lambda d, t: self.progress.emit("Measuring the model", d, t))
             self.engine = engine
             self._cancel_refresh.clear()

@@ -221,7 +221,7 @@ HEADERS = ["configuration", "keystroke savings", "first word right", "accepted c
            "chunks inserted per email", "first token p50 / p90 (ms)"]
 
 
-def sweep(split: str, tmp: Path, thresholds=(0.0, 0.1, 0.15, 0.25, 0.4, 0.6, 1.0)) -> str:
+def sweep(split: str, tmp: Path, thresholds=(0.0, 0.15, 0.3, 0.5, 1.0)) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -251,6 +251,7 @@ def main() -> None:
     ap.add_argument("--split", choices=("dev", "test", "both", "all"), default="both")
     ap.add_argument("--configs", nargs="*", default=None, help=f"some of: {', '.join(CONFIGS)}")
     ap.add_argument("--sweep", action="store_true", help="keystroke savings against the threshold, and a plot")
+    ap.add_argument("--threshold", type=float, default=None, help="instead of Settings().threshold")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     print(f"Machine: {machine()}\n")
@@ -266,7 +267,7 @@ def report(split: str, tmp: Path, args) -> None:
         print(sweep(split, tmp))
         return
     configs = {k: v for k, v in CONFIGS.items() if args.configs is None or k in args.configs}
-    results = run(split, configs, tmp, args.verbose)
+    results = run(split, configs, tmp, args.verbose, threshold=args.threshold)
     print(f"\n### {split} split ({sum(n for _t, n in results.values()) // max(len(results), 1)} emails)\n")
     print(table(HEADERS, [t.row(name, n) for name, (t, n) in results.items()]))
     (OUT / f"keystrokes-{split}.json").write_text(json.dumps(

@@ -129,6 +129,7 @@ class Decoder:
         self._last_value = False   # the newest piece was one of the user's own values (pii / snippet)
         self._recent_hidden: list[np.ndarray] = []
         self._used_chunks: set[int] = set()
+        self._line_break = False           # the model would break the line before the proposed chunk
         self._text = ""           # prompt tail + generated text, for matching's words
         self._encoder = Encoder(rt)
         # Without chunks to match, hidden states are not needed: decode exactly
@@ -226,6 +227,8 @@ class Decoder:
         proposal = self.matcher.propose(state.hidden, state.local, self._text, exclude=self._used_chunks,
                                         greedy=greedy, last_token=self.rt.tokens[-1] if self.rt.tokens else None,
                                         model_choice=int(np.argmax(state.logits)), gate_mined=state.mixed)
+        # Where the model would break the line ("Kind regards," then the name), the chunk starts a line.
+        self._line_break = proposal is not None and self.rt.piece(int(np.argmax(state.logits))) == b"\n"
         if proposal is not None and proposal.kind not in REPEATABLE_KINDS:
             # The writer probe runs a decode: state.logits may be a view into llama.cpp's output
             # buffer (decode_step's copy=False), so keep this step's logits before it is overwritten.
@@ -385,6 +388,10 @@ class Decoder:
         """Tokenize the chunk after the actual text, so BPE joins it as it would here."""
         if self._text[-1:] in (" ", "\t"):     # the text already ends in a space: no second one before the chunk
             return self.rt.tokenize(proposal.text.lstrip(" "), add_special=False) or list(proposal.tokens)
+        if self._line_break and not proposal.text.startswith("\n"):
+            text = proposal.text.lstrip(" ")
+            return self.rt.tokenize("\n", add_special=False) + self._encoder.continuation(
+                self._text + "\n", text, self.rt.tokenize(text, add_special=False))
         return self._encoder.continuation(self._text, proposal.text, proposal.tokens)
 
     def _flush(self, ended: bool = False) -> Iterator[Piece]:

@@ -47,7 +47,7 @@ CANDIDATES = 16          # nearest contexts fetched per step
 LEXICAL_WEIGHT = 0.3     # weight of word overlap in the chunk choice
 LOCAL_GATE = 0.6         # weight of local agreement in the match score
 LEXICAL_GATE = 0.4       # weight of word overlap in the match score
-DEFAULT_THRESHOLD = 0.15  # on the calibrated scale; see docs/matching.md
+DEFAULT_THRESHOLD = 0.3   # on the calibrated scale; docs/matching.md, docs/benchmarks.md (dev split)
 DEFAULT_BACKGROUND = 0.4  # calibration floor when the store has no entries of the user's own
 SHORT_SENTENCE = 3       # word overlap of shorter sentences counts for less
 # Mined phrases ("I hope this email finds you well") recur naturally; a

@@ -11,6 +11,7 @@ import pytest
 from core.corpus import CorpusError, Document, read_corpus, read_prompts
 from core.distill import Miner, align_logprob, confident_spans
 from core.errors import ChunkwiseError
+from core.matching import DEFAULT_THRESHOLD
 from core.learning import mine, perplexity_of, tune_threshold
 
 EMAILS = [
@@ -222,7 +223,7 @@ def test_tuning_reports_a_grid_and_picks_its_minimum(mined):
     result = tune_threshold(engine, EMAILS[2], thresholds=(0.0, 0.3, 0.7))
     assert [g["threshold"] for g in result.grid] == [0.0, 0.3, 0.7]
     assert result.best == min(g["cdlm"] for g in result.grid)
-    assert engine.threshold == pytest.approx(0.15)               # the engine's own setting is untouched
+    assert engine.threshold == pytest.approx(DEFAULT_THRESHOLD)  # the engine's own setting is untouched
 
 
 # ---------------------------------------------------------------- command line

@@ -158,7 +158,7 @@ def test_slider_changes_the_engines_threshold(qtbot, make_window):
     dialog.slider.setValue(60)
     qtbot.waitUntil(lambda: w.worker.engine.threshold == pytest.approx(0.60), timeout=5000)
     dialog.reject()                                   # cancel restores the old value
-    qtbot.waitUntil(lambda: w.worker.engine.threshold == pytest.approx(0.15), timeout=5000)
+    qtbot.waitUntil(lambda: w.worker.engine.threshold == pytest.approx(Settings().threshold), timeout=5000)
 
 
 def test_library_round_trip(qtbot, make_window, tmp_path):
@@ -229,7 +229,7 @@ def test_settings_persist_with_a_schema_version(tmp_path):
     assert json.loads(path.read_text())["schema_version"] == 2
     path.write_text(json.dumps({"threshold": 7, "mystery": 1, "debounce_ms": 100}))
     loaded, notes = load_settings(path)
-    assert loaded.threshold == 0.15 and loaded.debounce_ms == 100 and len(notes) == 2
+    assert loaded.threshold == Settings().threshold and loaded.debounce_ms == 100 and len(notes) == 2
     path.write_text("{broken")
     loaded, notes = load_settings(path)
     assert loaded == Settings() and "could not be read" in notes[0]
@@ -238,9 +238,11 @@ def test_settings_persist_with_a_schema_version(tmp_path):
 def test_old_settings_get_the_new_knn_default_but_a_new_choice_stays(tmp_path):
     """Version 1 saved knn_enabled=false as the old default; version 2 files keep what the user chose."""
     path = tmp_path / "s.json"
-    path.write_text(json.dumps({"schema_version": 1, "knn_enabled": False, "threshold": 0.3}))
+    path.write_text(json.dumps({"schema_version": 1, "knn_enabled": False, "threshold": 0.4}))
     loaded, _ = load_settings(path)
-    assert loaded.knn_enabled and loaded.threshold == 0.3
+    assert loaded.knn_enabled and loaded.threshold == 0.4              # a threshold the user chose stays
+    path.write_text(json.dumps({"schema_version": 1, "threshold": 0.15}))
+    assert load_settings(path)[0].threshold == 0.3                     # the old default becomes the new one
     save_settings(replace(loaded, knn_enabled=False), path)
     assert load_settings(path)[0].knn_enabled is False
 
