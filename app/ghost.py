@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QPlainTextEdit, QToolTip
 
 CHUNK_ID = QTextFormat.UserProperty + 1
 CHUNK_LABEL = QTextFormat.UserProperty + 2
+NOT_TYPED = QTextFormat.UserProperty + 3       # text that came from a suggestion, a paste or a restored draft
 GHOST_COLOUR = QColor(140, 140, 140)
 CHUNK_BACKGROUND = QColor(255, 236, 170)      # highlight behind retrieved text (ghost)
 MARK_BACKGROUND = QColor(255, 246, 214)       # tint of accepted chunk text in the document
@@ -145,12 +146,46 @@ class GhostTextEdit(QPlainTextEdit):
 
     def _format_for(self, piece: GhostPiece) -> QTextCharFormat:
         fmt = QTextCharFormat()
+        fmt.setProperty(NOT_TYPED, True)
         if piece.from_chunk:
             fmt.setProperty(CHUNK_ID, piece.chunk_id)
             fmt.setProperty(CHUNK_LABEL, piece.label or piece.kind or "chunk")
             if self.marks_visible:
                 fmt.setBackground(MARK_BACKGROUND)
         return fmt
+
+    def not_typed_ranges(self) -> list[tuple[int, int]]:
+        """(start, end) of text the user did not type: accepted suggestions, pastes, a restored draft."""
+        out = []
+        block = self.document().begin()
+        while block.isValid():
+            it = block.begin()
+            while not it.atEnd():
+                frag = it.fragment()
+                if frag.isValid() and frag.charFormat().hasProperty(NOT_TYPED):
+                    out.append((frag.position(), frag.position() + frag.length()))
+                it += 1
+            block = block.next()
+        return out
+
+    def mark_not_typed(self) -> None:
+        """Mark everything now in the document as not typed here (a restored draft)."""
+        cursor = QTextCursor(self.document())
+        cursor.select(QTextCursor.Document)
+        fmt = QTextCharFormat()
+        fmt.setProperty(NOT_TYPED, True)
+        cursor.mergeCharFormat(fmt)
+
+    def insertFromMimeData(self, source) -> None:
+        """A paste is not typing: mark it so learning does not take its values as typed by hand."""
+        if not source.hasText():
+            return super().insertFromMimeData(source)
+        fmt = QTextCharFormat()
+        fmt.setProperty(NOT_TYPED, True)
+        cursor = self.textCursor()
+        cursor.insertText(source.text(), fmt)
+        self.setTextCursor(cursor)
+        self.setCurrentCharFormat(QTextCharFormat())
 
     def _chunk_fragments(self):
         """(position, length, chunk id) of every run of accepted chunk text."""

@@ -54,7 +54,7 @@ class ComposeWindow(QMainWindow):
     request_use = Signal(int)
     request_learn = Signal(dict)
     request_tune = Signal(str)
-    request_observe = Signal(str, list)     # text before the cursor, [(start, end)] of accepted chunk text
+    request_observe = Signal(str, list)     # text before the cursor, [(start, end)] of text not typed by hand
     request_dismiss = Signal(int, str)      # chunk id turned down, the text before it
     request_forget = Signal()
 
@@ -277,7 +277,7 @@ class ComposeWindow(QMainWindow):
             prompt, lifted = body_prompt(self.to_edit.text(), self.subject_edit.toPlainText(), before)
             stop = ["\n\n"]
             if self.settings.learn_while_writing:       # before the request: one lane, in order
-                self.request_observe.emit(before, [(a, b) for a, b, _cid in editor.chunk_marks()])
+                self.request_observe.emit(before, editor.not_typed_ranges())
         self.current_id = next(self._ids)
         self.worker.latest = self.current_id
         self._lifted_space = lifted
@@ -548,6 +548,7 @@ class ComposeWindow(QMainWindow):
         self.to_edit.setText(saved["to"])
         self.subject_edit.setPlainText(saved["subject"])
         self.body_edit.setPlainText(saved["body"])
+        self.body_edit.mark_not_typed()          # its values were not typed in this session: not learned from
         self.body_edit.moveCursor(self.body_edit.textCursor().MoveOperation.End)
         self.dirty = True
         self.autosave.stop()

@@ -147,6 +147,10 @@ class ModelWorker(QObject):
         except ChunkwiseError as exc:
             self.store_failed.emit(str(exc))
             return
+        except Exception as exc:      # the details go to the log, never the draft's text
+            _log_failure("learning while writing")
+            self.store_failed.emit(f"Not learned: internal error ({type(exc).__name__})")
+            return
         if learned:
             self.learned_here.emit([vars(x) for x in learned])
 
@@ -160,6 +164,10 @@ class ModelWorker(QObject):
         except ChunkwiseError as exc:
             self.store_failed.emit(str(exc))
             return
+        except Exception as exc:
+            _log_failure("dismissal")
+            self.store_failed.emit(f"Not learned: internal error ({type(exc).__name__})")
+            return
         if learned is not None:
             self.learned_here.emit([vars(learned)])
 
@@ -172,6 +180,9 @@ class ModelWorker(QObject):
             self.forgotten.emit(self.engine.forget_learned())
         except ChunkwiseError as exc:
             self.store_failed.emit(str(exc))
+        except Exception as exc:
+            _log_failure("forgetting")
+            self.store_failed.emit(f"Nothing was forgotten: internal error ({type(exc).__name__})")
 
     # ------------------------------------------------------------ the store
 
@@ -267,6 +278,9 @@ class ModelWorker(QObject):
         try:
             places = insertion_places(self.engine, text)
         except ChunkwiseError:
+            places = []
+        except Exception:
+            _log_failure("threshold profile")
             places = []
         self.threshold_profile.emit([asdict(p) for p in places])
 

@@ -154,7 +154,9 @@ class Decoder:
         start = time.perf_counter()
         self._text = prompt_text[-2000:]
         self._prompt_chars = len(self._text)
-        self._stops = _AttributedStops(self.s.stop, lead=opens_paragraph(self._text))
+        # A suggestion may open a new paragraph (stops count after some text), unless a line break
+        # is itself a stop (the subject line) or the text cannot take a paragraph here.
+        self._stops = _AttributedStops(self.s.stop, lead="\n" not in self.s.stop and opens_paragraph(self._text))
         state = self.prefill(prompt_tokens)
         if self._anchors is not None:
             self._anchors.reduce()                   # the prefix's earlier sentences (Algorithm 1, line 10)

@@ -22,7 +22,7 @@ from typing import Sequence
 
 from .errors import StoreError
 from .store import DISMISSED, KINDS, LEARNED
-from .text import lead_in
+from .text import lead_in, words
 
 LOOKBACK = 2000        # characters before the cursor searched for values typed by hand
 MIN_VALUE_CHARS = 4    # shorter library entries ("Ana") are too ambiguous to learn from
@@ -42,12 +42,13 @@ def _bounded(text: str, start: int, end: int) -> bool:
     return not (before.isalnum() or after.isalnum())
 
 
-def typed_values(values: dict[int, str], text: str, inserted: Sequence[tuple[int, int]] = ()
-                 ) -> list[tuple[int, str]]:
+def typed_values(values: dict[int, str], text: str, inserted: Sequence[tuple[int, int]] = (),
+                 positions: bool = False) -> list[tuple]:
     """(chunk id, lead-in) for each library value written by hand in the last LOOKBACK characters of *text*.
 
-    *inserted*: (start, end) character ranges of *text* that came from accepted
-    suggestions; a value there was not typed by hand.
+    *inserted*: (start, end) character ranges of *text* the user did not type
+    (accepted suggestions, pastes, a restored draft); a value there is skipped.
+    *positions*: (chunk id, lead-in, start) instead.
 
     >>> typed_values({7: "+1 555 0100"}, "Hi. Ring me on +1 555 0100 today.")
     [(7, 'Ring me on')]
@@ -64,21 +65,41 @@ def typed_values(values: dict[int, str], text: str, inserted: Sequence[tuple[int
             from_suggestion = any(s < end and start < e for s, e in inserted)
             if _bounded(text, start, end) and not from_suggestion:
                 phrase = lead_in(text[:start])
-                if len(phrase) >= 2:
-                    found.append((chunk_id, phrase))
+                if words(phrase):
+                    found.append((chunk_id, phrase, start) if positions else (chunk_id, phrase))
             at = tail.find(value, at + 1)
     return found
 
 
+def library_values(store) -> dict[int, str]:
+    """chunk id -> text of the user's own library entries (not mined chunks)."""
+    return {c.id: c.text for kind in KINDS for c in store.list_chunks(kind=kind)}
+
+
+def learnable(phrase: str) -> bool:
+    """A lead-in specific enough to act on alone: two words or more ("ring me on"), or a label
+    ("Mobile:"); never a lone word or a finished sentence ("Thanks.")."""
+    n = len(words(phrase))
+    return n >= 2 or (n == 1 and phrase.rstrip().endswith(":"))
+
+
 def learn_typed(engine, text: str, inserted: Sequence[tuple[int, int]] = ()) -> list[Learned]:
-    """Store the phrase before each library value the user typed by hand in *text*; refresh if any is new."""
-    values = {c.id: c.text for kind in KINDS for c in engine.store.list_chunks(kind=kind)}
+    """Store the phrase before each library value the user typed by hand in *text*; refresh if any is new.
+
+    Each phrase is stored on its own: one that cannot be (a NUL pasted in) is skipped, the others stay."""
     learned = []
-    for chunk_id, phrase in typed_values(values, text, inserted):
-        if engine.store.add_context(chunk_id, phrase, LEARNED) is not None:
-            learned.append(Learned(chunk_id, phrase, LEARNED))
-    if learned:
-        engine.refresh()
+    try:
+        for chunk_id, phrase in typed_values(library_values(engine.store), text, inserted):
+            if not learnable(phrase):
+                continue
+            try:
+                if engine.store.add_context(chunk_id, phrase, LEARNED) is not None:
+                    learned.append(Learned(chunk_id, phrase, LEARNED))
+            except StoreError:
+                continue
+    finally:
+        if learned:
+            engine.refresh()
     return learned
 
 
@@ -86,7 +107,7 @@ def dismiss(engine, chunk_id: int, text_before: str) -> Learned | None:
     """Remember that the user dismissed *chunk_id* after *text_before*; None if there is nothing to learn
     (no words before it, the chunk deleted meanwhile, or that place already known)."""
     phrase = lead_in(text_before)
-    if len(phrase) < 2:
+    if not words(phrase):
         return None
     try:
         if engine.store.add_context(chunk_id, phrase, DISMISSED) is None:

@@ -210,7 +210,7 @@ class ChunkMatcher:
         self._typed_label: dict[int, int] = {}          # typed chunk id -> an encoding label (its tokens)
         self._learned = np.empty(0, dtype=bool)         # row -> a context learned from what the user typed
         self._avoid: dict[int, list[set[str]]] = {}     # chunk id -> last words before each place it was dismissed
-        self._phrases: dict[tuple[str, ...], int] = {}  # last words of a learned context -> its chunk id
+        self._phrases: dict[str, int | None] = {}       # a learned context's last words -> its chunk (None: two)
 
     def __len__(self) -> int:
         return len(self.index)
@@ -250,7 +250,8 @@ class ChunkMatcher:
                 self._avoid[chunk.id] = [tail_words(c.text) for c in chunk.avoid]
             for c in chunk.contexts:
                 if c.origin == LEARNED and words(c.text):
-                    self._phrases[tuple(words(c.text)[-AVOID_WORDS:])] = chunk.id
+                    key = phrase_key(c.text)
+                    self._phrases[key] = chunk.id if self._phrases.get(key, chunk.id) == chunk.id else None
             bag = chunk_words((c.text for c in chunk.contexts), chunk.label)
             self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag}
         self._entry = np.asarray([r.entry_token for r in rows], dtype=np.int64)
@@ -463,9 +464,11 @@ class ChunkMatcher:
         """
         if not self._phrases:
             return None
-        tail = words(text[-300:])
+        tail = phrase_key(text[-300:], limit=None)
         for phrase, chunk_id in self._phrases.items():
-            if tuple(tail[-len(phrase):]) != phrase or chunk_id in exclude or chunk_id not in self._chunks:
+            if chunk_id is None or chunk_id in exclude or chunk_id not in self._chunks:
+                continue
+            if not (tail == phrase or tail.endswith(" " + phrase)):
                 continue
             info = self._chunks[chunk_id]
             if info["text"] in text[-2000:] or self.avoided(chunk_id, text):
@@ -495,6 +498,13 @@ class ChunkMatcher:
                             tokens=self._tokens[self._typed_label[chunk_id]], similarity=round(score, 4),
                             score=score, q=1.0)
         return None
+
+
+def phrase_key(text: str, limit: int | None = AVOID_WORDS) -> str:
+    """The last *limit* whitespace-separated words of *text*, lower-cased, punctuation kept
+    ("Mobile:" is a label; "mobile" in "I lost my mobile" is not)."""
+    parts = text.lower().split()
+    return " ".join(parts if limit is None else parts[-limit:])
 
 
 def tail_words(phrase: str) -> set[str]:

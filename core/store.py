@@ -454,7 +454,8 @@ class ChunkStore:
 
     def add_context(self, chunk_id: int, text: str, origin: str) -> int | None:
         """Add one learned (LEARNED) or dismissed (DISMISSED) context to a chunk; its id, or None
-        when the chunk already has that text as a context (a duplicate changes nothing).
+        when the chunk already has that text as a context (a duplicate changes nothing).  A learned
+        place the user now dismisses, or a dismissed one where they now type the value, flips.
 
         >>> store = ChunkStore(); cid = store.add_chunk("+1 555 0100", "pii", ["My phone:"])
         >>> store.add_context(cid, "Ring me on", LEARNED) is not None, store.add_context(cid, "My phone:", LEARNED)
@@ -467,8 +468,13 @@ class ChunkStore:
         self.get_chunk(chunk_id)                           # a chunk deleted meanwhile: a clear StoreError
         with self._guard():
             conn = self.db.conn
-            if conn.execute("SELECT 1 FROM contexts WHERE chunk_id=? AND text=?", (chunk_id, text)).fetchone():
-                return None
+            row = conn.execute("SELECT id, origin FROM contexts WHERE chunk_id=? AND text=?",
+                               (chunk_id, text)).fetchone()
+            if row is not None:
+                if row[1] in (LEARNED, DISMISSED) and row[1] != origin:   # the user changed their mind here
+                    self._delete_contexts([row[0]])
+                else:
+                    return None                                          # known already (or the library's own)
             return conn.execute("INSERT INTO contexts (chunk_id, text, origin, learned_at) VALUES (?,?,?,?)",
                                 (chunk_id, text, origin, _now())).lastrowid
 
@@ -492,13 +498,13 @@ class ChunkStore:
 
     def forget_learned(self) -> dict[str, int]:
         """Everything learned from the user's writing, in one transaction: learned and dismissed
-        contexts, mined chunks (kinds other than pii, snippet and phrase) and the kNN data."""
+        contexts, mined chunks (kinds self and teacher) and the kNN data.  The library's own
+        entries, of any kind, stay."""
         with self._guard():
             conn = self.db.conn
             ctx = [r[0] for r in conn.execute("SELECT id FROM contexts WHERE origin IN (?, ?)", (LEARNED, DISMISSED))]
             self._delete_contexts(ctx)
-            mined = [r[0] for r in conn.execute(
-                f"SELECT id FROM chunks WHERE kind NOT IN ({','.join('?' * len(KINDS))})", KINDS)]
+            mined = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE kind IN ('self', 'teacher')")]
             for chunk_id in mined:
                 self._delete_contexts([r[0] for r in conn.execute(
                     "SELECT id FROM contexts WHERE chunk_id=?", (chunk_id,))])

@@ -33,7 +33,6 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .errors import ChunkwiseError
-from .store import KINDS
 
 GRID = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 0.9)
 WRONG_COST = 2.0
@@ -64,17 +63,14 @@ def built_in_negatives() -> list[str]:
 
 def _places(engine, texts: Sequence[str], built_in: Sequence[str]) -> tuple[list[tuple[str, int]], list[str]]:
     """(prompt, chunk id) where the user wrote a library value; prompts where none follows."""
-    from .feedback import typed_values
+    from .feedback import library_values, typed_values
 
-    values = {c.id: c.text.strip() for kind in KINDS for c in engine.store.list_chunks(kind=kind)}
+    values = {cid: v.strip() for cid, v in library_values(engine.store).items()}
     positives, negatives = [], []
     for text in texts:
         for chunk_id, value in values.items():
-            at = text.find(value) if len(value) >= 4 else -1
-            while at > 0:
-                if typed_values({chunk_id: value}, text[:at + len(value)]):
-                    positives.append((text[:at].rstrip(" "), chunk_id))
-                at = text.find(value, at + 1)
+            for found_id, _phrase, start in typed_values({chunk_id: value}, text, positions=True):
+                positives.append((text[:start].rstrip(" "), found_id))
         for m in _SENTENCE_END.finditer(text):
             after = text[m.end():].lstrip()
             if not any(after.startswith(v) for v in values.values()) and len(negatives) < MAX_OWN_NEGATIVES:
@@ -85,7 +81,8 @@ def _places(engine, texts: Sequence[str], built_in: Sequence[str]) -> tuple[list
 def _first_value(engine, prompt: str, own: set[int]) -> int | None:
     from .engine import GenerationRequest
 
-    out = engine.generate(GenerationRequest(prompt, max_tokens=6, stop=["\n\n"]), record_use=False)
+    request = GenerationRequest(prompt, max_tokens=6, stop=["\n\n"], knn=engine.has_knn)   # as the editor asks
+    out = engine.generate(request, record_use=False)
     return next((s.chunk_id for s in out.spans if s.chunk_id in own), None)
 
 
@@ -99,7 +96,9 @@ def tune_insertions(engine, texts: Sequence[str], grid: Sequence[float] = GRID, 
     texts = [t for t in texts if t and t.strip()]
     if not texts:
         raise ChunkwiseError("The text to tune on is empty.")
-    own = {c.id for kind in KINDS for c in engine.store.list_chunks(kind=kind)}
+    from .feedback import library_values
+
+    own = set(library_values(engine.store))
     if not own:
         raise ChunkwiseError("Your library has no details or snippets yet: there is nothing to tune.")
     positives, negatives = _places(engine, texts, built_in_negatives() if negatives is None else negatives)

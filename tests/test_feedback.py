@@ -49,7 +49,33 @@ def test_a_value_typed_by_hand_teaches_its_phrase(profile_engine):
     assert again == []                                   # a duplicate changes nothing
     contexts = engine.store.get_chunk(email).contexts
     assert sum(c.text == "Drop a line to" for c in contexts) == 1
-    assert suggest(engine, "Hello,\n\nPlease drop a line to the caretaker") == []   # not mid-sentence elsewhere
+
+
+
+def test_a_lone_word_is_not_learned_and_a_label_keeps_its_colon(profile_engine):
+    """Review finding: "Thanks. +44…" learned "Thanks." and then put the phone after every "Many thanks"."""
+    engine, phone, _email = profile_engine
+    assert engine.learn_typed(f"Hi Jo,\n\nThe form is done. Thanks.\n{PHONE}") == []
+    learned = engine.learn_typed(f"Hi,\n\nMobile: {PHONE}")
+    assert [x.context for x in learned] == ["Mobile:"]
+    assert suggest(engine, "Dear Sam,\n\nThe boiler is fixed. Mobile:") == [phone]
+    matcher = engine.matcher                  # the learned rule alone (the slot classifier may still fire)
+    assert matcher.learned_proposal("Sorry, I dropped my mobile") is None                  # the word, not the label
+    assert matcher.learned_proposal("Sorry, I dropped my phone. Mobile:").chunk_id == phone
+
+
+def test_esc_on_a_learned_place_flips_it(profile_engine):
+    """Review finding: Esc where a phrase was learned stored nothing, so the chunk kept coming back."""
+    engine, _phone, email = profile_engine
+    engine.learn_typed(f"Hi all,\n\nDrop a line to {EMAIL} with questions.")
+    draft = "Dear Sam,\n\nThe boiler is fixed. Drop a line to"
+    assert suggest(engine, draft) == [email]
+    assert engine.dismiss(email, draft).origin == DISMISSED
+    assert email not in suggest(engine, draft)
+    chunk = engine.store.get_chunk(email)
+    assert [c.text for c in chunk.avoid] == ["Drop a line to"] and all(c.origin != LEARNED for c in chunk.contexts)
+    engine.learn_typed(f"Drop a line to {EMAIL}")           # typed by hand there after all: learned again
+    assert suggest(engine, draft) == [email]
 
 
 def test_a_dismissed_chunk_is_not_offered_there_again(profile_engine):
@@ -80,11 +106,12 @@ def test_forget_learned_keeps_the_library(profile_engine):
     engine.learn_typed(f"Reach me on WhatsApp: {PHONE}")
     engine.dismiss(email, "Send the invoice to")
     mined = engine.store.add_chunk("Thanks in advance for your help.", "teacher", ["Could you look at it?"])
+    custom = engine.store.add_chunk("Ticket AB-1", "ticket", ["My ticket is"])   # a library entry of the user's own kind
     counts = engine.forget_learned()
     assert counts["contexts"] == 2 and counts["chunks"] == 1
     store = engine.store
     assert store.learned_contexts() == []
-    assert {c.id for c in store.list_chunks()} == {phone, email}
+    assert {c.id for c in store.list_chunks()} == {phone, email, custom}
     assert [c.text for c in store.get_chunk(phone).contexts] == ["My phone number is", "You can call me on"]
     assert not store.list_chunks(ids=[mined])
 

@@ -69,3 +69,13 @@ def test_knn_weight_falls_off_with_the_distance_to_the_nearest_stored_context():
     assert far[2] < 0.01 and np.allclose(far, p_lm, atol=0.01)   # far: the model's own distribution
     fixed = mix(p_lm, np.array([1.2, 1.3]), values, None, None, KnnSettings(lam=0.7, mu=1.0, k=2, gate=None))
     assert abs(fixed[2] - 0.7) < 1e-9                            # the paper's fixed lambda, still available
+
+
+def test_a_stop_that_is_a_line_break_counts_from_the_first_character():
+    """Review finding: a subject suggestion opened with "\n" and showed the body's first line."""
+    from core.sampling import StopMatcher
+
+    m = StopMatcher(["\n"], lead=False)
+    assert m.feed("\n") == ("", True)
+    opened = StopMatcher(["\n\n"])
+    assert opened.feed("\n\nKind regards,") == ("\n\nKind regards,", False)
