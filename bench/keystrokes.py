@@ -246,11 +246,42 @@ def sweep(split: str, tmp: Path, thresholds=(0.0, 0.15, 0.3, 0.5, 1.0)) -> str:
     return table(["threshold"] + HEADERS[1:], rows)
 
 
+def knn_distance(split: str, tmp: Path) -> str:
+    """How often the kNN-LM's top token is the next word of a new email, by the distance to the nearest
+    stored context, beside the model's own top token (why core/knn.py gates lambda)."""
+    from core.corpus import Document
+    from core.distill import document_tokens, score
+
+    rows, runtime = [], None
+    for persona in ("mara", "teo"):
+        engine = learned_engine(tmp, persona, runtime, True)
+        runtime = engine.runtime
+        knn = engine.knn
+        for email in emails(persona, split):
+            tokens, first = document_tokens(runtime, Document("new", email))
+            scored = score(runtime, tokens, max(first, 1), hidden=True, topk=1)
+            for pos in range(max(first, 1), len(tokens)):
+                labels, dist = knn.neighbours(scored.hidden[pos - 1])          # the state that predicts pos
+                w = np.exp(-(dist - dist.min()) / knn.settings.temperature)
+                top = np.bincount(knn.values[labels], weights=w).argmax()
+                rows.append((float(dist.min()), top == tokens[pos], scored.topk_ids[pos, 0] == tokens[pos]))
+        engine.store.close()
+    rows = np.array(rows, dtype=float)
+    out = []
+    for lo, hi in [(0, .2), (.2, .4), (.4, .6), (.6, .8), (.8, 1.0), (1.0, 1.2), (1.2, 4)]:
+        m = (rows[:, 0] >= lo) & (rows[:, 0] < hi)
+        if m.any():
+            out.append([f"{lo:.1f}-{hi:.1f}", int(m.sum()), f"{rows[m, 1].mean():.0%}", f"{rows[m, 2].mean():.0%}"])
+    return table(["nearest stored context (squared distance)", "positions", "kNN top token right",
+                  "model top token right"], out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--split", choices=("dev", "test", "both", "all"), default="both")
     ap.add_argument("--configs", nargs="*", default=None, help=f"some of: {', '.join(CONFIGS)}")
     ap.add_argument("--sweep", action="store_true", help="keystroke savings against the threshold, and a plot")
+    ap.add_argument("--knn-distance", action="store_true", help="kNN-LM accuracy by distance to the nearest context")
     ap.add_argument("--threshold", type=float, default=None, help="instead of Settings().threshold")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
@@ -263,6 +294,9 @@ def main() -> None:
 
 
 def report(split: str, tmp: Path, args) -> None:
+    if args.knn_distance:
+        print(f"### {split} split\n\n" + knn_distance(split, tmp))
+        return
     if args.sweep:
         print(sweep(split, tmp))
         return

@@ -181,6 +181,8 @@ def insertion_places(engine, text: str, limit: int = 3000) -> list[Place]:
                 best = (cand.chunk_id, reach)
         if best is not None and best[1] > 0:
             info = matcher.chunk_info(best[0])
+            if info["text"] in so_far or text[len(so_far):].lstrip().startswith(info["text"]):
+                continue                          # written there already: decoding would not offer it
             places.append(Place(len(so_far), lead_in(so_far)[-40:], best[0],
                                 info["label"] or info["text"][:30], round(min(best[1], 1.0), 3)))
     return places
