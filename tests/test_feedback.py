@@ -152,3 +152,16 @@ def test_schema_4_store_migrates_with_its_contexts(tmp_path):
         assert s.schema_version == 5
         assert [c.text for c in s.get_chunk(cid).contexts] == ["Thanks again."]
         assert s.add_context(cid, "Speak soon.", LEARNED) is not None
+
+
+def test_bad_input_to_learning_is_a_no_op(profile_engine):
+    """Issue 10: an empty, binary or enormous email, a NUL in the lead-in: nothing half-written, no crash."""
+    engine, phone, _email = profile_engine
+    before = engine.store.count()
+    assert engine.learn_typed("") == [] and engine.learn_typed("\x00\x01\x02" * 1000) == []
+    assert engine.learn_typed(f"Ring\x00 me on {PHONE}") == []          # a context may not hold a NUL
+    huge = "word " * 1_000_000 + f"end. For anything urgent, ring me direct on {PHONE}"
+    learned = engine.learn_typed(huge)                                   # only the tail near the cursor is read
+    assert [x.context for x in learned] == ["For anything urgent, ring me direct on"]
+    assert engine.store.count()[1] == before[1] + 1
+    assert engine.dismiss(phone, "\x00") is None
