@@ -167,6 +167,9 @@ class LibraryDialog(QDialog):
             self.window_.request_refresh.emit()
 
     def add_chunk(self, prefill: dict | None = None, values: dict | None = None) -> int | None:
+        if self.store is None:
+            QMessageBox.warning(self, "Add chunk", "The chunk store could not be opened, so nothing can be added.")
+            return None
         if values is None:
             dialog = ChunkEditDialog(self, prefill=prefill)
             if dialog.exec() != QDialog.Accepted:

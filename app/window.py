@@ -5,6 +5,8 @@ import email.message
 import email.policy
 import itertools
 import os
+import re
+import sys
 from pathlib import Path
 from urllib.parse import quote
 
@@ -19,6 +21,30 @@ from .drafts import DraftFile
 from .ghost import GhostPiece, GhostTextEdit
 from .settings import Settings, save_settings
 from .worker import WorkerThread
+
+
+_previous_handler = None
+_MAILTO = re.compile(r"mailto:[^'\"\n]*")
+
+
+def _redacting_handler(mode, context, message) -> None:
+    """Qt's own warnings, with any mailto: URL (which carries the whole draft) cut out."""
+    message = _MAILTO.sub("mailto:<draft not shown>", message)
+    if _previous_handler is not None:
+        _previous_handler(mode, context, message)
+    else:
+        sys.stderr.write(message + "\n")
+
+
+def keep_drafts_out_of_qt_messages() -> None:
+    """Put the redacting message handler in front (issue 14.8: a failed mailto open printed the body).
+    Idempotent: installed again, it keeps the handler it passes messages on to."""
+    global _previous_handler
+    from PySide6.QtCore import qInstallMessageHandler
+
+    previous = qInstallMessageHandler(_redacting_handler)
+    if previous is not _redacting_handler:
+        _previous_handler = previous
 
 
 def body_prompt(to: str, subject: str, before_cursor: str) -> tuple[str, bool]:
@@ -61,6 +87,7 @@ class ComposeWindow(QMainWindow):
     def __init__(self, settings: Settings, settings_file: Path | None = None, start_worker: bool = True,
                  draft_file: DraftFile | None = None):
         super().__init__()
+        keep_drafts_out_of_qt_messages()
         self.draft_file = draft_file or DraftFile()
         self.confirm_close = True       # ask before closing with unsaved work
         self.dirty = False
@@ -452,16 +479,28 @@ class ComposeWindow(QMainWindow):
 
         return self.settings.db_path or str(default_db_path())
 
-    def add_selection_as_snippet(self) -> None:
-        text = self.body_edit.textCursor().selectedText().replace("\u2029", "\n")
+    def add_selection_as_snippet(self) -> int | None:
+        """Edit → Add selection as snippet: the chunk dialog, its context filled with the words before
+        the selection; cancelling it adds nothing and opens nothing else (issue 14.7)."""
+        cursor = self.body_edit.textCursor()
+        text = cursor.selectedText().replace("\u2029", "\n")
         if not text.strip():
             QMessageBox.information(self, "Add snippet", "Select some text in the email first.")
-            return
+            return None
+        from core.text import lead_in
+
         from .library import LibraryDialog
 
+        context = lead_in(self.body_edit.toPlainText()[:cursor.selectionStart()])
         dialog = LibraryDialog(self, self.store_path())
-        dialog.add_chunk(prefill={"text": text, "kind": "snippet"})
-        dialog.exec()
+        try:
+            chunk_id = dialog.add_chunk(prefill={"text": text, "kind": "snippet",
+                                                 "contexts": [context] if context else []})
+        finally:
+            dialog.done(0)                   # closes its store connection; the library itself never shows
+        if chunk_id is not None:
+            self.statusBar().showMessage("Snippet added to your library (Tools → Chunk library).", 5000)
+        return chunk_id
 
     # ------------------------------------------------------------ the email
 
