@@ -156,17 +156,7 @@ class GhostTextEdit(QPlainTextEdit):
 
     def not_typed_ranges(self) -> list[tuple[int, int]]:
         """(start, end) of text the user did not type: accepted suggestions, pastes, a restored draft."""
-        out = []
-        block = self.document().begin()
-        while block.isValid():
-            it = block.begin()
-            while not it.atEnd():
-                frag = it.fragment()
-                if frag.isValid() and frag.charFormat().hasProperty(NOT_TYPED):
-                    out.append((frag.position(), frag.position() + frag.length()))
-                it += 1
-            block = block.next()
-        return out
+        return [(frag.position(), frag.position() + frag.length()) for frag in self._fragments(NOT_TYPED)]
 
     def mark_not_typed(self) -> None:
         """Mark everything now in the document as not typed here (a restored draft)."""
@@ -187,17 +177,22 @@ class GhostTextEdit(QPlainTextEdit):
         self.setTextCursor(cursor)
         self.setCurrentCharFormat(QTextCharFormat())
 
-    def _chunk_fragments(self):
-        """(position, length, chunk id) of every run of accepted chunk text."""
+    def _fragments(self, prop: int):
+        """The document's text fragments whose format carries *prop*."""
         block = self.document().begin()
         while block.isValid():
             it = block.begin()
             while not it.atEnd():
                 frag = it.fragment()
-                if frag.isValid() and frag.charFormat().hasProperty(CHUNK_ID):
-                    yield frag.position(), frag.length(), int(frag.charFormat().property(CHUNK_ID))
+                if frag.isValid() and frag.charFormat().hasProperty(prop):
+                    yield frag
                 it += 1
             block = block.next()
+
+    def _chunk_fragments(self):
+        """(position, length, chunk id) of every run of accepted chunk text."""
+        for frag in self._fragments(CHUNK_ID):
+            yield frag.position(), frag.length(), int(frag.charFormat().property(CHUNK_ID))
 
     def set_marks_visible(self, visible: bool) -> None:
         """Show or hide the tint on accepted chunk text (the marks themselves stay)."""

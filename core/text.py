@@ -60,12 +60,12 @@ def opens_paragraph(text: str) -> bool:
     return tail[-1] == "," and len(line.split()) <= 4
 
 
-LEAD_IN_WORDS = 12   # at most this many words before a value make a learned context
+PHRASE_WORDS = 12    # at most this many words before a value make a learned context
 
 
 def lead_in(text: str) -> str:
     """The phrase that leads into what comes next: the sentence being written, or, at the start
-    of a line, the line before it ("Kind regards," before a name); at most LEAD_IN_WORDS words.
+    of a line, the line before it ("Kind regards," before a name); at most PHRASE_WORDS words.
 
     >>> lead_in("Thanks. For anything urgent, ring me on "), lead_in("Hi,\\n\\nKind regards,\\n")
     ('For anything urgent, ring me on', 'Kind regards,')
@@ -75,4 +75,4 @@ def lead_in(text: str) -> str:
         lines = [line.strip() for line in text[-300:].splitlines() if line.strip()]
         sentence = current_sentence(lines[-1]).strip() if lines else ""
     parts = sentence.split()
-    return " ".join(parts[-LEAD_IN_WORDS:])
+    return " ".join(parts[-PHRASE_WORDS:])
