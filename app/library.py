@@ -18,6 +18,26 @@ from core.store import KINDS, validate_chunk
 MASK = "•" * 10
 
 
+def open_store(window, db_path: str, store: ChunkStore | None, title: str) -> ChunkStore | None:
+    """The store a dialog works on: the one given, or its own connection; None (and a warning) if it cannot open."""
+    try:
+        return store or ChunkStore(db_path)
+    except ChunkwiseError as exc:
+        QMessageBox.warning(window, title, str(exc))
+        return None
+
+
+def row_table(columns: list[str], stretch: tuple[int, ...]) -> QTableWidget:
+    """A read-only table selected by whole rows, with *stretch* columns taking the spare width."""
+    table = QTableWidget(0, len(columns))
+    table.setHorizontalHeaderLabels(columns)
+    table.setSelectionBehavior(QAbstractItemView.SelectRows)
+    table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+    for col in stretch:
+        table.horizontalHeader().setSectionResizeMode(col, QHeaderView.Stretch)
+    return table
+
+
 class ChunkEditDialog(QDialog):
     """Add or edit one chunk: kind, label, text, trigger contexts (one per line)."""
 
@@ -82,11 +102,7 @@ class LibraryDialog(QDialog):
         self.window_ = window
         self.setWindowTitle("Chunk library")
         self.resize(900, 520)
-        try:
-            self.store = store or ChunkStore(db_path)
-        except ChunkwiseError as exc:
-            QMessageBox.warning(window, "Chunk library", str(exc))
-            self.store = None
+        self.store = open_store(window, db_path, store, "Chunk library")
         self.changed = False
         self.kind_filter = QComboBox()
         self.kind_filter.addItem("All kinds", None)
@@ -95,12 +111,7 @@ class LibraryDialog(QDialog):
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search text, labels and contexts")
         self.reveal = QCheckBox("Reveal PII")
-        self.table = QTableWidget(0, len(self.COLUMNS))
-        self.table.setHorizontalHeaderLabels(self.COLUMNS)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.Stretch)
-        self.table.horizontalHeader().setSectionResizeMode(3, QHeaderView.Stretch)
+        self.table = row_table(self.COLUMNS, stretch=(2, 3))
         self.table.doubleClicked.connect(lambda _: self.edit_selected())
         top = QHBoxLayout()
         top.addWidget(self.kind_filter)
@@ -274,22 +285,14 @@ class LearnedDialog(QDialog):
         self.setWindowTitle("What Chunkwise learned")
         self.resize(820, 420)
         self.owns_store = owns_store if store is not None else True
-        try:
-            self.store = store or ChunkStore(db_path)
-        except ChunkwiseError as exc:
-            QMessageBox.warning(window, "What Chunkwise learned", str(exc))
-            self.store = None
+        self.store = open_store(window, db_path, store, "What Chunkwise learned")
         self.changed = False
         self.rows = []
         self.note = QLabel("Learned on this computer from what you type: when you type a value from your library "
                            "yourself, the words before it; when you press Esc on a suggested chunk, the words "
                            "where you turned it down. Nothing leaves this machine.")
         self.note.setWordWrap(True)
-        self.table = QTableWidget(0, len(self.COLUMNS))
-        self.table.setHorizontalHeaderLabels(self.COLUMNS)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.Stretch)
+        self.table = row_table(self.COLUMNS, stretch=(2,))
         self.remove_button = QPushButton("Remove selected")
         self.remove_button.clicked.connect(lambda _=False: self.remove_selected())
         self.clear_button = QPushButton("Remove all")

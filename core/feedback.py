@@ -7,7 +7,7 @@ Two signals, both stored as contexts of the chunk they are about (core/store.py)
   that chunk, so the user's own phrasing finds it next time.
 * A suggested chunk the user dismisses (Esc) teaches where it does not: the
   phrase before it becomes a DISMISSED context, and matching no longer offers
-  that chunk where the state is that close (matching.AVOID_SIMILARITY).
+  that chunk where the draft ends in mostly the same words (matching.AVOID_OVERLAP).
 
 >>> engine.learn_typed("For anything urgent, ring me on +49 151 2384 7712")   # doctest: +SKIP
 [Learned(chunk_id=2, context='For anything urgent, ring me on', origin='learned')]

@@ -210,7 +210,8 @@ class ChunkMatcher:
         self._typed_label: dict[int, int] = {}          # typed chunk id -> an encoding label (its tokens)
         self._learned = np.empty(0, dtype=bool)         # row -> a context learned from what the user typed
         self._avoid: dict[int, list[set[str]]] = {}     # chunk id -> last words before each place it was dismissed
-        self._phrases: dict[str, int | None] = {}       # a learned context's last words -> its chunk (None: two)
+        self._phrases: dict[str, tuple[int, int] | None] = {}   # a learned context's last words ->
+                                                        # (chunk id, its encoding label); None: two chunks
 
     def __len__(self) -> int:
         return len(self.index)
@@ -244,14 +245,16 @@ class ChunkMatcher:
         self._chunks = {}
         self._avoid, self._phrases = {}, {}
         context_text: dict[int, str] = {}
+        label_of_context = {r.context_id: r.label for r in rows}
         for chunk in store.list_chunks(ids=sorted(set(self._chunk_of.tolist()))) if labels else []:
             context_text.update((c.id, c.text) for c in chunk.contexts)
             if chunk.avoid:
                 self._avoid[chunk.id] = [tail_words(c.text) for c in chunk.avoid]
             for c in chunk.contexts:
-                if c.origin == LEARNED and words(c.text):
-                    key = phrase_key(c.text)
-                    self._phrases[key] = chunk.id if self._phrases.get(key, chunk.id) == chunk.id else None
+                if c.origin == LEARNED and words(c.text) and c.id in label_of_context:
+                    key, entry = phrase_key(c.text), (chunk.id, label_of_context[c.id])
+                    known = self._phrases.get(key, entry)
+                    self._phrases[key] = known if known is not None and known[0] == chunk.id else None
             bag = chunk_words((c.text for c in chunk.contexts), chunk.label)
             self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag}
         self._entry = np.asarray([r.entry_token for r in rows], dtype=np.int64)
@@ -465,17 +468,12 @@ class ChunkMatcher:
         if not self._phrases:
             return None
         tail = phrase_key(text[-300:], limit=None)
-        for phrase, chunk_id in self._phrases.items():
-            if chunk_id is None or chunk_id in exclude or chunk_id not in self._chunks:
+        for phrase, entry in self._phrases.items():
+            if entry is None or entry[0] in exclude or not (tail == phrase or tail.endswith(" " + phrase)):
                 continue
-            if not (tail == phrase or tail.endswith(" " + phrase)):
-                continue
+            chunk_id, label = entry
             info = self._chunks[chunk_id]
             if info["text"] in text[-2000:] or self.avoided(chunk_id, text):
-                continue
-            label = self._typed_label.get(chunk_id) or next(
-                (int(lab) for lab, row in self._row_of.items() if int(self._chunk_of[row]) == chunk_id), None)
-            if label is None:
                 continue
             return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
                             tokens=self._tokens[label], similarity=1.0, score=1.0, q=1.0, learned=True)

@@ -61,11 +61,12 @@ def built_in_negatives() -> list[str]:
     return json.loads(NEGATIVES_FILE.read_text(encoding="utf-8"))["prompts"]
 
 
-def _places(engine, texts: Sequence[str], built_in: Sequence[str]) -> tuple[list[tuple[str, int]], list[str]]:
+def _places(values: dict[int, str], texts: Sequence[str], built_in: Sequence[str]
+            ) -> tuple[list[tuple[str, int]], list[str]]:
     """(prompt, chunk id) where the user wrote a library value; prompts where none follows."""
-    from .feedback import library_values, typed_values
+    from .feedback import typed_values
 
-    values = {cid: v.strip() for cid, v in library_values(engine.store).items()}
+    values = {cid: v.strip() for cid, v in values.items()}
     positives, negatives = [], []
     for text in texts:
         for chunk_id, value in values.items():
@@ -98,10 +99,11 @@ def tune_insertions(engine, texts: Sequence[str], grid: Sequence[float] = GRID, 
         raise ChunkwiseError("The text to tune on is empty.")
     from .feedback import library_values
 
-    own = set(library_values(engine.store))
+    values = library_values(engine.store)
+    own = set(values)
     if not own:
         raise ChunkwiseError("Your library has no details or snippets yet: there is nothing to tune.")
-    positives, negatives = _places(engine, texts, built_in_negatives() if negatives is None else negatives)
+    positives, negatives = _places(values, texts, built_in_negatives() if negatives is None else negatives)
     if not positives:
         raise ChunkwiseError("None of your library's values (phone, address, snippets…) appear in this text. "
                              "Choose emails where you wrote some of them yourself.")
