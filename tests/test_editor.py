@@ -328,6 +328,7 @@ def test_learning_from_writing_and_tuning_from_settings(qtbot, make_window, tmp_
     with qtbot.waitSignal(w.worker.tuned, timeout=WAIT * 3) as tuned:
         dialog._tune(str(own))
     assert tuned.args[0]["positives"] == 1
+    qtbot.waitUntil(lambda: "Best threshold" in dialog.tune_label.text(), timeout=5000)  # the dialog's own slot
     assert dialog.slider.value() == round(tuned.args[0]["threshold"] * 100)
     assert "Best threshold" in dialog.tune_label.text() and "of your values inserted" in dialog.tune_label.text()
     extreme = dict(tuned.args[0], threshold=0.0, extreme=True)
@@ -493,11 +494,12 @@ def test_settings_list_which_phrase_of_the_draft_takes_which_chunk(qtbot, make_w
 
     w = make_window(with_pii=True)
     w.body_edit.setPlainText("Hi Tom,\n\nThanks for the update. If anything comes up, please give me a call at")
-    with qtbot.waitSignal(w.worker.threshold_profile, timeout=WAIT):
-        dialog = SettingsDialog(w, w.settings)
-        qtbot.addWidget(dialog)
+    dialog = SettingsDialog(w, w.settings)
+    qtbot.addWidget(dialog)
+    # The dialog's own queued slot, not a waitSignal: that one can return before the dialog hears it.
+    qtbot.waitUntil(lambda: dialog.places_list.count() > 0, timeout=WAIT)
     items = [dialog.places_list.item(i).text() for i in range(dialog.places_list.count())]
-    assert any("give me a call at" in t and "→  phone" in t for t in items)
+    assert any("give me a call at" in t and "→  phone" in t for t in items), (items, dialog.plot.places)
     dialog.slider.setValue(100)
     items = [dialog.places_list.item(i).text() for i in range(dialog.places_list.count())]
     reach = max(p["reach"] for p in dialog.plot.places)
