@@ -32,7 +32,7 @@ from .knn import KnnLM
 from .matching import REPEATABLE_KINDS, ChunkMatcher, Proposal
 from .sampling import Sampler, StopMatcher, Utf8Stream
 from .slots import OWNER_MIN, writer_evidence
-from .text import at_sentence_start, is_label, is_sentence, opens_paragraph
+from .text import at_sentence_start, is_sentence, opens_paragraph
 
 LEAD_IN_WORDS = 2         # words the model may write before one of the user's values
 
@@ -269,13 +269,9 @@ class Decoder:
         """The user's own detail, not a colleague's or the hotel's: the model's what-if continuation decides.
 
         One peek of three tokens (the cache is left as it was), only at steps
-        where one of the user's own chunks was about to be proposed.  A bare
-        label ("Ship to:", "Employer:") names a field, not whose it is: "(that
-        is my" reads oddly after any label, so the probe scored -1.1 to -2.2
-        for the user's own labels and for others' alike (dev split); there the
-        slot classifier's third-party class alone decides.
+        where one of the user's own chunks was about to be proposed.
         """
-        return is_label(self._text) or writer_evidence(self.rt) > OWNER_MIN
+        return writer_evidence(self.rt) > OWNER_MIN
 
     def accept(self, proposal: Proposal) -> bool:
         if self.s.sample_acceptance:

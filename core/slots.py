@@ -39,7 +39,7 @@ from .text import current_sentence, words
 TRAINING_FILE = BACKGROUND_FILE.parent / "slot_training.json"
 # Two batches written independently (by different authors, neither seeing the evaluation data).
 TRAINING_FILES = (TRAINING_FILE, BACKGROUND_FILE.parent / "slot_training_2.json")
-SLOTS_VERSION = 2        # 2: trained on fragments inside an email and at a draft's start
+SLOTS_VERSION = 1
 NONE, THIRD_PARTY = "none", "third_party"
 PACK_TOKENS = 448        # training fragments are packed into passes of about this many tokens
 L2 = 1e-4                # weight decay of the logistic regression
@@ -199,16 +199,12 @@ def writer_evidence(rt: LlamaRuntime) -> float:
 
 
 def text_features(rt: LlamaRuntime, stats: ModelStats, texts: Sequence[str],
-                  progress: Callable[[int, int], None] | None = None, alone: bool = False) -> np.ndarray:
+                  progress: Callable[[int, int], None] | None = None) -> np.ndarray:
     """Features at the end of each text, evaluated in packed passes.
 
     Fragments are joined with blank lines into passes of about PACK_TOKENS
     tokens (an email's earlier paragraphs are context too), so a few hundred
-    fragments cost a few dozen forward passes instead of one each.  *alone*:
-    each fragment in a pass of its own, right after BOS -- a draft that starts
-    with "Employer:" has no earlier paragraph, and the model's state there is
-    not the state after one (trained on packed passes only, the classifier
-    read 0.05 for "Send draft to" at a draft's start and 0.81 after a greeting).
+    fragments cost a few dozen forward passes instead of one each.
     """
     sep = rt.tokenize("\n\n", add_special=False)
     order = list(range(len(texts)))
@@ -232,7 +228,7 @@ def text_features(rt: LlamaRuntime, stats: ModelStats, texts: Sequence[str],
 
     for i in order:
         toks = rt.tokenize(texts[i].rstrip(" "), add_special=False)[-120:]
-        if batch and (alone or len(batch) + len(sep) + len(toks) > PACK_TOKENS):
+        if batch and len(batch) + len(sep) + len(toks) > PACK_TOKENS:
             flush()
         if batch:
             batch += sep
@@ -251,10 +247,8 @@ def train(rt: LlamaRuntime, stats: ModelStats, progress: Callable[[int, int], No
     """Train the slot classifier for this model on the shipped corpus plus background text as "none"."""
     items = training_items()
     classes = sorted({c for _, c in items} - {NONE, THIRD_PARTY}) + [THIRD_PARTY, NONE]
-    texts = [t for t, _ in items]
-    # Each fragment twice: inside an email (packed) and as the start of a draft (alone).
-    x = np.vstack([text_features(rt, stats, texts, progress), text_features(rt, stats, texts, progress, alone=True)])
-    y = np.tile(np.array([classes.index(c) for _, c in items]), 2)
+    x = text_features(rt, stats, [t for t, _ in items], progress)
+    y = np.array([classes.index(c) for _, c in items])
     bg = stats.background[:: 4]                                         # ordinary text positions (n, 2d)
     x = np.vstack([x, np.hstack([bg, np.zeros((len(bg), BOW_DIM), np.float32)])])
     y = np.concatenate([y, np.full(len(bg), classes.index(NONE))])

@@ -46,19 +46,6 @@ def at_sentence_start(text: str) -> bool:
     return not tail or tail[-1] in ".!?:\n"
 
 
-LABEL_WORDS = 4      # "Name on the card:" -- a form's field label is short
-
-
-def is_label(text: str) -> bool:
-    """Whether *text* ends in a bare field label on a line of its own ("Ship to:", "Billing address:").
-
-    >>> is_label("Thanks.\\nShip to:"), is_label("Please send the invoice to the address below:")
-    (True, False)
-    """
-    line = text.rstrip(" \t").rsplit("\n", 1)[-1]
-    return line.endswith(":") and 0 < len(line.split()) <= LABEL_WORDS
-
-
 def opens_paragraph(text: str) -> bool:
     """Whether a continuation of *text* may open with a blank line: after a sentence, a greeting
     line ("Hi Oskar,"), or at the start of a line; not after "Call me:" or mid-sentence.

@@ -77,19 +77,6 @@ def test_the_writer_probe_decides_whether_a_value_goes_in(profile_engine, monkey
     assert [s.chunk_id for s in out.spans][:1] == [ids["phone"]]
 
 
-@pytest.mark.parametrize("field, prompt", [("address", "Ship to:"), ("phone", "Mobile:"), ("email", "E-mail:")])
-def test_a_bare_label_at_a_drafts_start_gets_that_chunk(profile_engine, monkeypatch, field, prompt):
-    """Bugs caught: the classifier, trained only on fragments deep inside packed passes, read a
-    draft that starts with a label as ordinary text; and the writer probe, which finds "(that is my"
-    odd after any label, vetoed it (here forced to say "someone else's": a label does not ask it)."""
-    import core.decoding as decoding
-
-    engine, ids = profile_engine
-    monkeypatch.setattr(decoding, "writer_evidence", lambda rt: -10.0)
-    out = engine.generate(GenerationRequest(prompt, max_tokens=16, stop=["\n\n"]), record_use=False)
-    assert [s.chunk_id for s in out.spans][:1] == [ids[field]], out.text
-
-
 def test_writer_evidence_tells_mine_from_hers(runtime):
     def evidence(text):
         runtime.reset()
