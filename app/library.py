@@ -18,13 +18,21 @@ from core.store import KINDS, validate_chunk
 MASK = "•" * 10
 
 
-def open_store(window, db_path: str, store: ChunkStore | None, title: str) -> ChunkStore | None:
-    """The store a dialog works on: the one given, or its own connection; None (and a warning) if it cannot open."""
+def open_store(db_path: str, store: ChunkStore | None) -> tuple[ChunkStore | None, str]:
+    """The store a dialog works on: the one given, or its own connection; (None, why) if it cannot open."""
     try:
-        return store or ChunkStore(db_path)
+        return store or ChunkStore(db_path), ""
     except ChunkwiseError as exc:
-        QMessageBox.warning(window, title, str(exc))
-        return None
+        return None, str(exc)
+
+
+def locked_banner() -> QLabel:
+    """Where a dialog says its library is locked and why (hidden while the library is open)."""
+    banner = QLabel()
+    banner.setWordWrap(True)
+    banner.setStyleSheet("color: #8a4b00;")
+    banner.setVisible(False)
+    return banner
 
 
 def row_table(columns: list[str], stretch: tuple[int, ...]) -> QTableWidget:
@@ -102,8 +110,12 @@ class LibraryDialog(QDialog):
         self.window_ = window
         self.setWindowTitle("Chunk library")
         self.resize(900, 520)
-        self.store = open_store(window, db_path, store, "Chunk library")
+        self.db_path = db_path
+        self.store, locked = open_store(db_path, store)
         self.changed = False
+        self.banner = locked_banner()
+        self.unlock_button = QPushButton("Unlock…")
+        self.unlock_button.clicked.connect(lambda _=False: self.unlock())
         self.kind_filter = QComboBox()
         self.kind_filter.addItem("All kinds", None)
         for k in KINDS:
@@ -118,20 +130,23 @@ class LibraryDialog(QDialog):
         top.addWidget(self.search, 1)
         top.addWidget(self.reveal)
         buttons = QHBoxLayout()
+        self.actions_ = []               # what needs an open library: disabled while it is locked
         for text, slot in (("Add…", self.add_chunk), ("Edit…", self.edit_selected), ("Delete", self.delete_selected),
                            ("Import…", self.import_dialog), ("Export…", self.export_dialog),
                            ("Learned…", self.open_learned)):
             b = QPushButton(text)
             b.clicked.connect(lambda _=False, s=slot: s())
             buttons.addWidget(b)
+            self.actions_.append(b)
+        buttons.addWidget(self.unlock_button)
         buttons.addStretch(1)
         close = QPushButton("Close")
         close.clicked.connect(self.accept)
         buttons.addWidget(close)
-        self.protection = QLabel(f"Personal information in this library: {self.store.encryption}."
-                                 if self.store is not None else "")
+        self.protection = QLabel()
         self.protection.setStyleSheet("color: #555;")
         layout = QVBoxLayout(self)
+        layout.addWidget(self.banner)
         layout.addLayout(top)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.protection)
@@ -140,7 +155,33 @@ class LibraryDialog(QDialog):
         self.search.textChanged.connect(lambda _: self.reload())
         self.reveal.toggled.connect(lambda _: self.reload())
         self.chunks = []
+        self._show_state(locked)
         self.reload()
+
+    def _show_state(self, locked: str) -> None:
+        """Open: the table and its buttons. Locked: why, and an Unlock button; nothing else to press."""
+        self.banner.setText(f"Your library is locked: {locked}\n\nSuggestions come from the model alone "
+                            "until it is unlocked." if locked else "")
+        self.banner.setVisible(bool(locked))
+        self.unlock_button.setVisible(bool(locked))
+        for widget in [*self.actions_, self.kind_filter, self.search, self.reveal, self.table]:
+            widget.setEnabled(not locked)
+        self.protection.setText(f"Personal information in this library: {self.store.encryption}."
+                                if self.store is not None else "")
+
+    def unlock(self) -> bool:
+        """Ask for the passphrase, open the library here, and have the editor reload with it."""
+        from .passphrase import ask_passphrase
+
+        if getattr(self.window_, "locked_message", ""):
+            if not self.window_.unlock_library():       # asks, and reloads the editor's model lane
+                return False
+        elif not ask_passphrase(self, unlock=True):
+            return False
+        self.store, locked = open_store(self.db_path, None)
+        self._show_state(locked)
+        self.reload()
+        return self.store is not None
 
     # ------------------------------------------------------------ table
 
@@ -285,10 +326,11 @@ class LearnedDialog(QDialog):
         self.setWindowTitle("What Chunkwise learned")
         self.resize(820, 420)
         self.owns_store = owns_store if store is not None else True
-        self.store = open_store(window, db_path, store, "What Chunkwise learned")
+        self.store, locked = open_store(db_path, store)
         self.changed = False
         self.rows = []
-        self.note = QLabel("Learned on this computer from what you type: when you type a value from your library "
+        self.note = QLabel(f"Your library is locked ({locked}): unlock it with Tools → Unlock library…" if locked else
+                           "Learned on this computer from what you type: when you type a value from your library "
                            "yourself, the words before it; when you press Esc on a suggested chunk, the words "
                            "where you turned it down. Nothing leaves this machine.")
         self.note.setWordWrap(True)
@@ -297,6 +339,8 @@ class LearnedDialog(QDialog):
         self.remove_button.clicked.connect(lambda _=False: self.remove_selected())
         self.clear_button = QPushButton("Remove all")
         self.clear_button.clicked.connect(lambda _=False: self.remove_all())
+        for button in (self.remove_button, self.clear_button):
+            button.setEnabled(self.store is not None)
         close = QPushButton("Close")
         close.clicked.connect(self.accept)
         buttons = QHBoxLayout()

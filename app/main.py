@@ -41,28 +41,6 @@ def _install_excepthook(window_ref: list) -> None:
     sys.excepthook = hook
 
 
-def ask_passphrase() -> bool:
-    """Without a system keychain, the store's personal information is sealed with a passphrase:
-    ask for it once per session (before the model worker opens the store).  False: the user declined."""
-    import os
-
-    from core import crypto
-
-    if os.environ.get("CHUNKWISE_PASSPHRASE") or crypto.keychain_available():
-        return True
-    from PySide6.QtWidgets import QInputDialog, QLineEdit
-
-    text, ok = QInputDialog.getText(
-        None, "Chunkwise: unlock your chunk store",
-        "This system has no keychain, so your personal information (phone, address, …) in the chunk store\n"
-        "is encrypted with a passphrase. Enter it (a new store takes the one you choose now):",
-        QLineEdit.Password)
-    if not ok or not text:
-        return False
-    crypto.set_passphrase(text)
-    return True
-
-
 def run_app(argv: list[str] | None = None) -> int:
     if _no_display():
         print("chunkwise: error: no display found. Run the editor in a desktop session (or under Xvfb), "
@@ -70,6 +48,7 @@ def run_app(argv: list[str] | None = None) -> int:
         return 1
     from PySide6.QtWidgets import QApplication, QMessageBox
 
+    from .passphrase import ask_passphrase
     from .settings import load_settings, settings_path
     from .window import ComposeWindow
 
@@ -78,7 +57,7 @@ def run_app(argv: list[str] | None = None) -> int:
     settings, notes = load_settings()
     if not ask_passphrase():
         notes.append("No passphrase given: the chunk store stays locked for this session; "
-                     "suggestions come from the model alone.")
+                     "suggestions come from the model alone. Tools → Unlock library… unlocks it later.")
     window_ref: list = []
     _install_excepthook(window_ref)
     window = ComposeWindow(settings, settings_path())

@@ -103,6 +103,7 @@ class ComposeWindow(QMainWindow):
         self._tab_waiting = False       # Tab pressed before the suggestion arrived: take it when it has
         self._in_flight = -1            # the request sent and not finished yet
         self.model_ready = False
+        self.locked_message = ""       # why the library could not open, while it is locked
         self.last_stats: dict = {}
         self._build_ui()
         self._build_menus()
@@ -180,6 +181,8 @@ class ComposeWindow(QMainWindow):
         self.learn_action = self._action(tools, "Learn from &my writing…", self.learn_from_writing)
         self.learned_action = self._action(tools, "What Chunkwise lear&ned…", self.open_learned)
         self.forget_action = self._action(tools, "&Forget what Chunkwise learned…", self.forget_learned)
+        self.unlock_action = self._action(tools, "&Unlock library…", self.unlock_library)
+        self.unlock_action.setEnabled(False)         # only while the library is locked
         self._action(tools, "&Settings…", self.open_settings, QKeySequence("Ctrl+,"))
 
     def _action(self, menu, text, slot, shortcut=None, checkable=False) -> QAction:
@@ -222,6 +225,7 @@ class ComposeWindow(QMainWindow):
         w.progress.connect(self._on_progress)
         w.store_ready.connect(self._on_store_ready)
         w.store_failed.connect(lambda msg: self.statusBar().showMessage(f"Chunk store: {msg}", 8000))
+        w.store_locked.connect(self._on_store_locked)
 
     @property
     def worker(self):
@@ -241,6 +245,33 @@ class ComposeWindow(QMainWindow):
         self.cancel_button.setVisible(False)
         self.statusBar().showMessage(f"Model ready in {info['seconds']} s", 4000)
         self._schedule()
+
+    def _on_store_locked(self, message: str) -> None:
+        """The model runs; the library did not open. Say so where it stays visible, and offer to unlock."""
+        self.locked_message = message
+        self.unlock_action.setEnabled(True)
+        name = self.model_label.text().split(" · ")[0]
+        self.model_label.setText(f"{name} · library locked")
+        self.model_label.setToolTip(f"{message}\n\nSuggestions come from the model alone. "
+                                    "Tools → Unlock library… opens it.")
+        self.statusBar().showMessage("Your chunk library is locked: suggestions come from the model alone. "
+                                     "Tools → Unlock library… opens it.", 15000)
+
+    def unlock_library(self) -> bool:
+        """Tools → Unlock library…: ask for the passphrase and reload with the library, no restart.
+
+        Returns whether a reload was started (the outcome arrives as loaded / store_locked)."""
+        from .passphrase import ask_passphrase
+
+        if not self.locked_message:
+            return False
+        if not ask_passphrase(self, unlock=True):
+            return False
+        self.locked_message = ""
+        self.unlock_action.setEnabled(False)
+        self.model_label.setToolTip("")
+        self.load_model()
+        return True
 
     def _on_load_failed(self, message: str) -> None:
         self.model_ready = False

@@ -15,7 +15,7 @@ from dataclasses import asdict, replace
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from core import ChunkwiseError, Engine, GenerationRequest
+from core import ChunkStore, ChunkwiseError, Engine, GenerationRequest, StoreError
 from core.matching import DEFAULT_THRESHOLD
 
 log = logging.getLogger("chunkwise.worker")
@@ -30,6 +30,9 @@ def _log_failure(what: str) -> None:
     log.error("%s failed: %s\n%s", what, exc_type.__name__ if exc_type else "?", frames)
 
 
+LOCKED_HINT = "your chunk library is locked. Unlock it with Tools → Unlock library…, then try again."
+
+
 class ModelWorker(QObject):
     """Lives in its own QThread; every slot runs there."""
 
@@ -41,6 +44,7 @@ class ModelWorker(QObject):
     progress = Signal(str, int, int)        # what, done, total
     store_ready = Signal(int)               # contexts matched after a refresh
     store_failed = Signal(str)
+    store_locked = Signal(str)              # the library could not open: suggestions from the model alone
     threshold_profile = Signal(list)        # [{end, phrase, chunk_id, label, reach}]: core.tuning.Place
     learned = Signal(dict)                  # summary of a mining run
     learn_failed = Signal(str)
@@ -54,6 +58,7 @@ class ModelWorker(QObject):
         self.engine: Engine | None = None
         self.latest = 0                     # the newest request id; written by the GUI thread
         self._cancel_refresh = threading.Event()
+        self.locked: str | None = None      # why the library could not open (the engine runs on an empty one)
 
     # ------------------------------------------------------------ lifetime
 
@@ -68,10 +73,21 @@ class ModelWorker(QObject):
             self.progress.emit("Loading model", 0, 1)
             from core.paths import default_db_path
 
-            engine = Engine(options.get("model_path") or None, options.get("db_path") or str(default_db_path()),
-                            n_ctx=options.get("n_ctx", 2048), n_threads=options.get("threads") or None,
-                            threshold=options.get("threshold", DEFAULT_THRESHOLD),
-                            progress=lambda d, t: self.progress.emit("Measuring the model", d, t))
+            self.locked = None
+            try:
+                store = ChunkStore(options.get("db_path") or str(default_db_path()))
+            except StoreError as exc:
+                # Locked (no or a wrong passphrase), damaged or from a newer Chunkwise: the model alone,
+                # on an empty store in memory, and the library file untouched until it is unlocked.
+                store, self.locked = ChunkStore(":memory:"), str(exc)
+            try:
+                engine = Engine(options.get("model_path") or None, store,
+                                n_ctx=options.get("n_ctx", 2048), n_threads=options.get("threads") or None,
+                                threshold=options.get("threshold", DEFAULT_THRESHOLD),
+                                progress=lambda d, t: self.progress.emit("Measuring the model", d, t))
+            except BaseException:
+                store.close()                # the model failed: the store is not left open behind it
+                raise
             self.engine = engine
             self._cancel_refresh.clear()
             engine.refresh(progress=lambda d, t: self.progress.emit("Encoding chunks", d, t),
@@ -79,6 +95,8 @@ class ModelWorker(QObject):
             self.progress.emit("Loading model", 1, 1)
             self.loaded.emit({"model": engine.runtime.name, "contexts": len(engine.matcher),
                               "seconds": round(time.perf_counter() - start, 2)})
+            if self.locked:
+                self.store_locked.emit(self.locked)
         except ChunkwiseError as exc:
             self.load_failed.emit(str(exc))
         except Exception as exc:  # never let the worker thread die silently
@@ -129,7 +147,7 @@ class ModelWorker(QObject):
 
     @Slot(int)
     def record_use(self, chunk_id: int) -> None:
-        if self.engine is not None:
+        if self.engine is not None and not self.locked:
             try:
                 self.engine.store.record_use(chunk_id)
             except ChunkwiseError:
@@ -140,7 +158,7 @@ class ModelWorker(QObject):
     @Slot(str, list)
     def observe(self, text: str, inserted: list) -> None:
         """Values from the library typed by hand in *text* teach the phrase before them."""
-        if self.engine is None:
+        if self.engine is None or self.locked:
             return
         try:
             learned = self.engine.learn_typed(text, [tuple(r) for r in inserted])
@@ -157,7 +175,7 @@ class ModelWorker(QObject):
     @Slot(int, str)
     def dismiss(self, chunk_id: int, text_before: str) -> None:
         """The user turned down *chunk_id* after *text_before*."""
-        if self.engine is None:
+        if self.engine is None or self.locked:
             return
         try:
             learned = self.engine.dismiss(chunk_id, text_before)
@@ -175,6 +193,9 @@ class ModelWorker(QObject):
     def forget_learned(self) -> None:
         if self.engine is None:
             self.store_failed.emit("The model is not loaded yet; nothing was forgotten.")
+            return
+        if self.locked:
+            self.store_failed.emit(f"Nothing was forgotten: {LOCKED_HINT}")
             return
         try:
             self.forgotten.emit(self.engine.forget_learned())
@@ -211,6 +232,12 @@ class ModelWorker(QObject):
         if self.engine is None:
             self.learn_failed.emit("The model is not loaded yet.")
             return
+        if self.locked:                      # learning into the empty stand-in store would be lost on exit
+            if "texts" in options:
+                self.store_failed.emit(f"Not learned from this email: {LOCKED_HINT}")
+            else:
+                self.learn_failed.emit(f"Nothing was learned: {LOCKED_HINT}")
+            return
         from core.corpus import read_corpus
         from core.learning import mine
 
@@ -246,6 +273,9 @@ class ModelWorker(QObject):
         """The threshold that inserts the user's values where they wrote them and nowhere else (core/tuning.py)."""
         if self.engine is None:
             self.tune_failed.emit("The model is not loaded yet.")
+            return
+        if self.locked:
+            self.tune_failed.emit(f"Your library's values are needed to tune: {LOCKED_HINT}")
             return
         from core.corpus import read_corpus
         from core.tuning import tune_insertions

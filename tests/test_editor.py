@@ -557,3 +557,54 @@ def test_add_selection_as_snippet_prefills_its_context_and_cancel_adds_nothing(q
     with ChunkStore(w.settings.db_path) as store:
         (chunk,) = store.list_chunks(kind="snippet")
         assert chunk.text == snippet and [c.text for c in chunk.contexts] == ["Thanks for the call."]
+
+
+def test_a_locked_library_leaves_the_model_running_and_unlocks_without_a_restart(qtbot, tmp_path, monkeypatch):
+    """Issue 12 (available), 14.6. Bugs caught: declining the passphrase failed the whole model load
+    ("model not loaded"); the library showed an empty table with live buttons; learning while locked
+    went into a throwaway store; unlocking needed a restart."""
+    from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
+
+    from app.library import LibraryDialog
+    from core import crypto
+
+    db = tmp_path / "sealed.db"
+    with ChunkStore(db) as store:                        # sealed with conftest's passphrase
+        phone = store.add_chunk("(555) 123-4567", "pii", ["My phone number is", "Call me at"], label="phone")
+    passphrase = crypto._passphrase_for(False)
+    monkeypatch.delenv("CHUNKWISE_PASSPHRASE")            # a session that was not given it
+    monkeypatch.setattr(crypto, "_passphrase", None)
+    monkeypatch.setattr(crypto, "keychain_available", lambda: False)
+    warnings = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: warnings.append(a[2]))
+
+    w = ComposeWindow(Settings(db_path=str(db), debounce_ms=50), tmp_path / "settings.json")
+    w.confirm_close = False
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        qtbot.waitUntil(lambda: w.model_ready and w.unlock_action.isEnabled(), timeout=WAIT)
+        assert "locked" in w.model_label.text() and not warnings
+        type_and_wait(qtbot, w, "Hi Tom,\n\nThanks for the update. I will")     # the model alone suggests
+        assert not any(p.from_chunk for p in w.body_edit.pieces)
+
+        monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *a, **k: ([str(db)], ""))
+        w.learn_action.trigger()                         # refused, with the way out, and nothing learned
+        qtbot.waitUntil(lambda: bool(warnings), timeout=WAIT)
+        assert "Unlock library" in warnings[-1]
+
+        dialog = LibraryDialog(w, str(db))
+        qtbot.addWidget(dialog)
+        assert not dialog.banner.isHidden() and not dialog.unlock_button.isHidden()
+        assert not any(b.isEnabled() for b in dialog.actions_)
+
+        monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: (passphrase, True))
+        assert dialog.unlock()
+        assert dialog.banner.isHidden() and all(b.isEnabled() for b in dialog.actions_)
+        assert [c.id for c in dialog.chunks] == [phone]
+        dialog.done(0)
+        qtbot.waitUntil(lambda: w.model_ready and "locked" not in w.model_label.text(), timeout=WAIT)
+        assert not w.unlock_action.isEnabled()
+        assert not w.worker.locked
+    finally:
+        w.shutdown()

@@ -1,0 +1,32 @@
+"""Asking for the chunk store's passphrase: once at start, and again when the user unlocks a locked library.
+
+Without a system keychain the personal information in the store is sealed with a
+passphrase (core/crypto.py).  Declining leaves the library locked; the editor then
+suggests from the model alone and Tools → Unlock library… asks again, without a restart.
+"""
+from __future__ import annotations
+
+import os
+
+from PySide6.QtWidgets import QInputDialog, QLineEdit
+
+from core import crypto
+
+PROMPT = ("This system has no keychain, so your personal information (phone, address, …) in the chunk store\n"
+          "is encrypted with a passphrase. Enter it (a new store takes the one you choose now):")
+
+
+def ask_passphrase(parent=None, unlock: bool = False) -> bool:
+    """Ask for the passphrase and keep it for this session; False: the user declined.
+
+    At start (*unlock* False) nothing is asked where a keychain or CHUNKWISE_PASSPHRASE
+    provides the key.  To unlock, the user is always asked: the earlier answer was missing or wrong.
+    """
+    if not unlock and (os.environ.get("CHUNKWISE_PASSPHRASE") or crypto.keychain_available()):
+        return True
+    title = "Chunkwise: unlock your chunk library" if unlock else "Chunkwise: unlock your chunk store"
+    text, ok = QInputDialog.getText(parent, title, PROMPT, QLineEdit.Password)
+    if not ok or not text:
+        return False
+    crypto.set_passphrase(text)
+    return True
