@@ -170,11 +170,13 @@ class LibraryDialog(QDialog):
                                 if self.store is not None else "")
 
     def unlock(self) -> bool:
-        """Ask for the passphrase, open the library here, and have the editor reload with it."""
+        """Unlock through the editor (asks, checks, reloads its model lane), then open the library here."""
         from .passphrase import ask_passphrase
 
-        if getattr(self.window_, "locked_message", ""):
-            if not self.window_.unlock_library():       # asks, and reloads the editor's model lane
+        if self.store is not None:
+            return True
+        if hasattr(self.window_, "unlock_library"):
+            if not self.window_.unlock_library():
                 return False
         elif not ask_passphrase(self, unlock=True):
             return False

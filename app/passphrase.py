@@ -28,5 +28,7 @@ def ask_passphrase(parent=None, unlock: bool = False) -> bool:
     text, ok = QInputDialog.getText(parent, title, PROMPT, QLineEdit.Password)
     if not ok or not text:
         return False
+    if unlock:
+        os.environ.pop("CHUNKWISE_PASSPHRASE", None)   # read before the typed one: a wrong one would win again
     crypto.set_passphrase(text)
     return True

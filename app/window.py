@@ -240,6 +240,7 @@ class ComposeWindow(QMainWindow):
 
     def _on_loaded(self, info: dict) -> None:
         self.model_ready = True
+        self._set_locked("")                     # store_locked follows if the library did not open
         self.model_label.setText(f"{info['model']} · {info['contexts']} chunk contexts")
         self.progress.setVisible(False)
         self.cancel_button.setVisible(False)
@@ -248,30 +249,40 @@ class ComposeWindow(QMainWindow):
 
     def _on_store_locked(self, message: str) -> None:
         """The model runs; the library did not open. Say so where it stays visible, and offer to unlock."""
-        self.locked_message = message
-        self.unlock_action.setEnabled(True)
+        self._set_locked(message)
         name = self.model_label.text().split(" · ")[0]
         self.model_label.setText(f"{name} · library locked")
-        self.model_label.setToolTip(f"{message}\n\nSuggestions come from the model alone. "
-                                    "Tools → Unlock library… opens it.")
         self.statusBar().showMessage("Your chunk library is locked: suggestions come from the model alone. "
                                      "Tools → Unlock library… opens it.", 15000)
 
     def unlock_library(self) -> bool:
-        """Tools → Unlock library…: ask for the passphrase and reload with the library, no restart.
+        """Tools → Unlock library…: open the library now, and reload the editor's model lane with it.
 
-        Returns whether a reload was started (the outcome arrives as loaded / store_locked)."""
+        Without a keychain the passphrase is asked for (again); with one, opening is simply retried
+        (the keychain may have been unlocked, the file moved back).  The store is opened here once,
+        before the reload, so a wrong passphrase is told at once and a new store's key is written
+        by one connection only.  Returns whether the library opened."""
+        from core import ChunkStore, ChunkwiseError, crypto
+
         from .passphrase import ask_passphrase
 
-        if not self.locked_message:
+        if not crypto.keychain_available() and not ask_passphrase(self, unlock=True):
             return False
-        if not ask_passphrase(self, unlock=True):
+        try:
+            ChunkStore(self.store_path()).close()
+        except ChunkwiseError as exc:
+            QMessageBox.warning(self, "Chunkwise: library still locked", str(exc))
             return False
-        self.locked_message = ""
-        self.unlock_action.setEnabled(False)
-        self.model_label.setToolTip("")
-        self.load_model()
+        if self.locked_message:                  # the model lane runs on the stand-in: reload with the library
+            self._set_locked("")
+            self.load_model()
         return True
+
+    def _set_locked(self, message: str) -> None:
+        self.locked_message = message
+        self.unlock_action.setEnabled(bool(message))
+        self.model_label.setToolTip(f"{message}\n\nSuggestions come from the model alone. "
+                                    "Tools → Unlock library… opens it." if message else "")
 
     def _on_load_failed(self, message: str) -> None:
         self.model_ready = False

@@ -77,8 +77,8 @@ class ModelWorker(QObject):
             try:
                 store = ChunkStore(options.get("db_path") or str(default_db_path()))
             except StoreError as exc:
-                # Locked (no or a wrong passphrase), damaged or from a newer Chunkwise: the model alone,
-                # on an empty store in memory, and the library file untouched until it is unlocked.
+                # Locked (no or a wrong passphrase), damaged or from a newer Chunkwise: the model alone, on
+                # an empty store in memory; nothing learned goes anywhere until the library is unlocked.
                 store, self.locked = ChunkStore(":memory:"), str(exc)
             try:
                 engine = Engine(options.get("model_path") or None, store,

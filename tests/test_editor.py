@@ -586,9 +586,10 @@ def test_a_locked_library_leaves_the_model_running_and_unlocks_without_a_restart
         qtbot.waitUntil(lambda: w.model_ready and w.unlock_action.isEnabled(), timeout=WAIT)
         assert "locked" in w.model_label.text() and not warnings
         type_and_wait(qtbot, w, "Hi Tom,\n\nThanks for the update. I will")     # the model alone suggests
-        assert not any(p.from_chunk for p in w.body_edit.pieces)
 
-        monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *a, **k: ([str(db)], ""))
+        mail = tmp_path / "sent.txt"
+        mail.write_text("Hi Tom,\n\nThanks for sorting out the delivery so quickly.\n\nBest,\nJohn\n", encoding="utf-8")
+        monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *a, **k: ([str(mail)], ""))
         w.learn_action.trigger()                         # refused, with the way out, and nothing learned
         qtbot.waitUntil(lambda: bool(warnings), timeout=WAIT)
         assert "Unlock library" in warnings[-1]
@@ -598,6 +599,9 @@ def test_a_locked_library_leaves_the_model_running_and_unlocks_without_a_restart
         assert not dialog.banner.isHidden() and not dialog.unlock_button.isHidden()
         assert not any(b.isEnabled() for b in dialog.actions_)
 
+        monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("not it", True))
+        assert not dialog.unlock()                       # a wrong passphrase: told at once, still locked
+        assert "passphrase" in warnings[-1] and w.unlock_action.isEnabled() and dialog.store is None
         monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: (passphrase, True))
         assert dialog.unlock()
         assert dialog.banner.isHidden() and all(b.isEnabled() for b in dialog.actions_)
@@ -606,5 +610,9 @@ def test_a_locked_library_leaves_the_model_running_and_unlocks_without_a_restart
         qtbot.waitUntil(lambda: w.model_ready and "locked" not in w.model_label.text(), timeout=WAIT)
         assert not w.unlock_action.isEnabled()
         assert not w.worker.locked
+        with ChunkStore(db) as store:                    # the library holds what it held: nothing learned into it
+            assert [c.id for c in store.list_chunks()] == [phone]
+        editor = type_and_wait(qtbot, w, "\n\nIf anything comes up, you can call me at")
+        assert any(p.from_chunk and p.chunk_id == phone for p in editor.pieces)   # suggestions use the library again
     finally:
         w.shutdown()

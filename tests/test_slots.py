@@ -45,9 +45,11 @@ def test_chunks_are_typed_by_their_own_contexts(profile_engine):
 @pytest.mark.parametrize("field, prompt", [
     ("phone", "Hi Tom,\n\nIf the line drops during the interview, please ring me directly at"),
     ("email", "Hi Tom,\n\nPlease send the signed contract to my inbox:"),
-    # "our office at" lost its address when values moved to the cursor only (LEAD_IN_WORDS 0): the
-    # writer probe does not count "our" as the writer's (docs/benchmarks.md), so "my office" here.
     ("address", "Hi Tom,\n\nThe parcel should be delivered to my office at"),
+    # Lost when values moved to the cursor only (LEAD_IN_WORDS 0): the writer probe does not count
+    # "our" as the writer's (docs/benchmarks.md). Strict: when it passes again, this says so.
+    pytest.param("address", "Hi Tom,\n\nThe parcel should be delivered to our office at",
+                 marks=pytest.mark.xfail(strict=True, reason="the writer probe reads 'our' as not the writer's")),
 ])
 def test_an_unstored_phrasing_gets_that_chunk(profile_engine, field, prompt):
     engine, ids = profile_engine
