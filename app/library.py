@@ -161,7 +161,8 @@ class LibraryDialog(QDialog):
     def _show_state(self, locked: str) -> None:
         """Open: the table and its buttons. Locked: why, and an Unlock button; nothing else to press."""
         self.banner.setText(f"Your library is locked: {locked}\n\nSuggestions come from the model alone "
-                            "until it is unlocked." if locked else "")
+                            "until it is unlocked: press Unlock… to enter your passphrase or try again."
+                            if locked else "")
         self.banner.setVisible(bool(locked))
         self.unlock_button.setVisible(bool(locked))
         for widget in [*self.actions_, self.kind_filter, self.search, self.reveal, self.table]:

@@ -37,8 +37,10 @@ sleep 2
 import -window root docs/img/locked-library-xvfb.png
 xdotool key Escape
 sleep 1
-xdotool key alt+t
+xdotool windowactivate --sync $WID; xdotool windowfocus $WID
+xdotool mousemove 140 9 click 1     # the Tools menu
 sleep 1
+import -window root docs/img/locked-menu-xvfb.png
 xdotool key u
 sleep 2
 xdotool type --delay 40 "xvfb-session-only"
