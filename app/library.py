@@ -332,7 +332,8 @@ class LearnedDialog(QDialog):
         self.store, locked = open_store(db_path, store)
         self.changed = False
         self.rows = []
-        self.note = QLabel(f"Your library is locked ({locked}): unlock it with Tools → Unlock library…" if locked else
+        self.note = QLabel(f"Your library is locked: {locked}\n\nUnlock it with Unlock… in the chunk library or "
+                           "Tools → Unlock library…, then look here again." if locked else
                            "Learned on this computer from what you type: when you type a value from your library "
                            "yourself, the words before it; when you press Esc on a suggested chunk, the words "
                            "where you turned it down. Nothing leaves this machine.")

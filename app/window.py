@@ -20,7 +20,7 @@ from core import GenerationRequest
 from .drafts import DraftFile
 from .ghost import GhostPiece, GhostTextEdit
 from .settings import Settings, save_settings
-from .worker import WorkerThread
+from .worker import LOCKED_HINT, WorkerThread
 
 
 _previous_handler = None
@@ -421,6 +421,9 @@ class ComposeWindow(QMainWindow):
     def forget_learned(self, confirm: bool = True) -> None:
         if self.worker is None:
             return
+        if self.locked_message:              # say so before asking, not after the user said yes
+            QMessageBox.information(self, "Forget what Chunkwise learned", LOCKED_HINT)
+            return
         if confirm and QMessageBox.question(
                 self, "Forget what Chunkwise learned",
                 "Remove everything Chunkwise learned from your writing: phrases learned while you typed, "
@@ -528,6 +531,9 @@ class ComposeWindow(QMainWindow):
         text = cursor.selectedText().replace("\u2029", "\n")
         if not text.strip():
             QMessageBox.information(self, "Add snippet", "Select some text in the email first.")
+            return None
+        if self.locked_message:
+            QMessageBox.information(self, "Add snippet", LOCKED_HINT)
             return None
         from core.text import lead_in
 

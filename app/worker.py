@@ -30,7 +30,7 @@ def _log_failure(what: str) -> None:
     log.error("%s failed: %s\n%s", what, exc_type.__name__ if exc_type else "?", frames)
 
 
-LOCKED_HINT = "your chunk library is locked. Unlock it with Tools → Unlock library…, then try again."
+LOCKED_HINT = "Your chunk library is locked. Unlock it with Tools → Unlock library…, then try again."
 
 
 class ModelWorker(QObject):
@@ -195,7 +195,7 @@ class ModelWorker(QObject):
             self.store_failed.emit("The model is not loaded yet; nothing was forgotten.")
             return
         if self.locked:
-            self.store_failed.emit(f"Nothing was forgotten: {LOCKED_HINT}")
+            self.store_failed.emit(f"Nothing was forgotten. {LOCKED_HINT}")
             return
         try:
             self.forgotten.emit(self.engine.forget_learned())
@@ -234,9 +234,9 @@ class ModelWorker(QObject):
             return
         if self.locked:                      # learning into the empty stand-in store would be lost on exit
             if "texts" in options:
-                self.store_failed.emit(f"Not learned from this email: {LOCKED_HINT}")
+                self.store_failed.emit(f"Not learned from this email. {LOCKED_HINT}")
             else:
-                self.learn_failed.emit(f"Nothing was learned: {LOCKED_HINT}")
+                self.learn_failed.emit(f"Nothing was learned. {LOCKED_HINT}")
             return
         from core.corpus import read_corpus
         from core.learning import mine
@@ -275,7 +275,7 @@ class ModelWorker(QObject):
             self.tune_failed.emit("The model is not loaded yet.")
             return
         if self.locked:
-            self.tune_failed.emit(f"Your library's values are needed to tune: {LOCKED_HINT}")
+            self.tune_failed.emit(f"Tuning needs your library's values. {LOCKED_HINT}")
             return
         from core.corpus import read_corpus
         from core.tuning import tune_insertions

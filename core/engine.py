@@ -184,7 +184,12 @@ class Engine:
         key = f"{self.runtime.identity}|{source}"
         with _stats_lock:
             if key in _stats_cache:
-                return _stats_cache[key]
+                stats = _stats_cache[key]
+                # Measured for another store in this process (a locked library's stand-in, before the
+                # unlock): keep it in this one too, or its next start measures again.
+                if self.store.path != ":memory:" and not self.store.has_model_stats(self.model_id, source):
+                    self.store.save_model_stats(self.model_id, source, stats.mean, stats.whitener, stats.background)
+                return stats
             saved = self.store.model_stats(self.model_id, source)
             if saved is not None:
                 stats = ModelStats(*saved)

@@ -714,6 +714,10 @@ class ChunkStore:
         background = np.frombuffer(row[3], dtype=np.float16).reshape(-1, 2 * dim).astype(np.float32)
         return mean, whitener, background
 
+    def has_model_stats(self, model_id: int, source: str) -> bool:
+        row = self.db.conn.execute("SELECT source FROM model_stats WHERE model_id=?", (model_id,)).fetchone()
+        return bool(row) and row[0] == source
+
     def save_model_stats(self, model_id: int, source: str, mean: np.ndarray, whitener: np.ndarray,
                          background: np.ndarray) -> None:
         with self._guard():

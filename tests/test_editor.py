@@ -593,6 +593,11 @@ def test_a_locked_library_leaves_the_model_running_and_unlocks_without_a_restart
         w.learn_action.trigger()                         # refused, with the way out, and nothing learned
         qtbot.waitUntil(lambda: bool(warnings), timeout=WAIT)
         assert "Unlock library" in warnings[-1]
+        asked, told = [], []
+        monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a) or QMessageBox.Yes)
+        monkeypatch.setattr(QMessageBox, "information", lambda *a, **k: told.append(a[2]))
+        w.forget_action.trigger()                        # told it is locked before being asked to confirm
+        assert not asked and told and "Unlock library" in told[-1]
 
         dialog = LibraryDialog(w, str(db))
         qtbot.addWidget(dialog)

@@ -122,3 +122,18 @@ def test_a_store_with_only_untyped_chunks_loads(runtime):
     assert len(engine.matcher) == 1 and not engine.matcher.is_typed(cid)
     engine.generate(GenerationRequest("Thanks again for your help.", max_tokens=8), record_use=False)
     engine.store.close()
+
+
+def test_model_measured_for_another_store_is_kept_in_this_one(tmp_path, runtime):
+    """Bug caught: the statistics measured in this process (say for a locked library's in-memory
+    stand-in) came from the process cache and were never written to the library opened after the
+    unlock, so every later start measured the model again (8-9 s here)."""
+    from core.encoding import ModelStats
+
+    Engine(runtime=runtime, store=ChunkStore(":memory:")).matcher       # measured or cached in this process
+    db = tmp_path / "after-unlock.db"
+    engine = Engine(runtime=runtime, store=ChunkStore(db))
+    engine.matcher
+    engine.store.close()
+    with ChunkStore(db) as store:
+        assert store.has_model_stats(engine.model_id, ModelStats.source_id())
