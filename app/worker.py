@@ -84,7 +84,7 @@ class ModelWorker(QObject):
                 engine = Engine(options.get("model_path") or None, store,
                                 n_ctx=options.get("n_ctx", 2048), n_threads=options.get("threads") or None,
                                 threshold=options.get("threshold", DEFAULT_THRESHOLD),
-                                progress=lambda d, t: self.progress.emit("Measuring the model", d, t))
+                                progress=lambda d, t: self.progress.emit("Measuring this model (once)", d, t))
             except BaseException:
                 store.close()                # the model failed: the store is not left open behind it
                 raise

@@ -1,4 +1,4 @@
-"""The whole benchmark suite, one command (about 12 minutes on the 2-core machine):
+"""The whole benchmark suite, one command (about 35 minutes on the 2-core machine):
 
     python bench/run_all.py            # writes bench/out/*.txt and docs/img/*.png
 
@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["decoding.py", "matching.py", "retrieval.py", "editor_latency.py", "drafting.py", "anchors.py",
-           "distill.py"]
+SCRIPTS = ["first_start.py", "decoding.py", "matching.py", "retrieval.py", "editor_latency.py", "drafting.py",
+           "anchors.py", "distill.py", "personal.py", "keystrokes.py"]
 
 
 def main() -> int:

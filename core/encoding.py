@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .llama_runtime import LlamaRuntime
+from .paths import shipped_for_model
 from .store import Encoding, PendingEncoding
 
 LOCAL_WINDOW = 3          # states averaged into the local vector
@@ -77,6 +78,29 @@ class ModelStats:
     def source_id() -> str:
         data = BACKGROUND_FILE.read_bytes() if BACKGROUND_FILE.exists() else b""
         return f"v{STATS_VERSION}:{LOCAL_WINDOW}:{SHRINKAGE}:{hashlib.sha1(data).hexdigest()[:12]}"
+
+    @classmethod
+    def shipped(cls, identity: str) -> "ModelStats | None":
+        """The statistics measured for a bundled model and shipped with Chunkwise (tools/ship_model_data.py).
+
+        The same file gives every user the same numbers, so a first start need not spend seconds
+        measuring them (issue 14.9).  None when nothing ships for this model or this background text."""
+        try:
+            with np.load(shipped_for_model("stats", identity), allow_pickle=False) as data:
+                if str(data["source"]) != cls.source_id():
+                    return None
+                return cls(data["mean"].astype(np.float32), data["whitener"].astype(np.float32),
+                           data["background"].astype(np.float32))
+        except (OSError, KeyError, ValueError):
+            return None
+
+    def ship(self, identity: str) -> Path:
+        """Write what :meth:`shipped` reads (the background at half precision, as the store keeps it)."""
+        path = shipped_for_model("stats", identity)
+        np.savez_compressed(path, source=np.array(self.source_id()), mean=self.mean.astype(np.float32),
+                            whitener=self.whitener.astype(np.float32),
+                            background=self.background.astype(np.float16))
+        return path
 
     @classmethod
     def compute(cls, rt: LlamaRuntime, progress: Callable[[int, int], None] | None = None) -> "ModelStats":

@@ -36,7 +36,7 @@ from .store import ChunkStore
 
 MODES = ("complete", "chat")
 ENCODE_BATCH = 64
-_stats_cache: dict[str, ModelStats] = {}
+_stats_cache: dict[str, tuple[ModelStats, bool]] = {}   # key -> (statistics, shipped with Chunkwise)
 _slots_cache: dict[str, SlotClassifier] = {}
 _stats_lock = threading.Lock()
 
@@ -180,23 +180,24 @@ class Engine:
     # ------------------------------------------------------------ set-up
 
     def _model_stats(self, progress: Progress | None) -> ModelStats:
+        """The model's whitening statistics: cached in this process, shipped (bundled model), kept in
+        the store, or measured once (seconds) and kept there."""
         source = ModelStats.source_id()
         key = f"{self.runtime.identity}|{source}"
         with _stats_lock:
-            if key in _stats_cache:
-                stats = _stats_cache[key]
-                # Measured for another store in this process (a locked library's stand-in, before the
-                # unlock): keep it in this one too, or its next start measures again.
-                if self.store.path != ":memory:" and not self.store.has_model_stats(self.model_id, source):
-                    self.store.save_model_stats(self.model_id, source, stats.mean, stats.whitener, stats.background)
-                return stats
-            saved = self.store.model_stats(self.model_id, source)
-            if saved is not None:
-                stats = ModelStats(*saved)
-            else:
-                stats = ModelStats.compute(self.runtime, progress)
+            if key not in _stats_cache:
+                stats = ModelStats.shipped(self.runtime.identity)
+                if stats is not None:
+                    _stats_cache[key] = (stats, True)
+                else:
+                    saved = self.store.model_stats(self.model_id, source)
+                    _stats_cache[key] = (ModelStats(*saved) if saved else ModelStats.compute(self.runtime, progress),
+                                         False)
+            stats, shipped = _stats_cache[key]
+            # Measured here, perhaps for another store in this process (a locked library's stand-in,
+            # before the unlock): keep it in this one too, or its next start measures again.
+            if not shipped and self.store.path != ":memory:" and not self.store.has_model_stats(self.model_id, source):
                 self.store.save_model_stats(self.model_id, source, stats.mean, stats.whitener, stats.background)
-            _stats_cache[key] = stats
             return stats
 
     def _slot_classifier(self, stats: ModelStats, progress: Progress | None) -> SlotClassifier | None:

@@ -22,6 +22,23 @@ def data_dir() -> Path:
     return path
 
 
+SHIPPED_DIR = Path(__file__).resolve().parent / "data"
+
+
+def shipped_for_model(kind: str, identity: str) -> Path:
+    """Where something measured once for a bundled model ships (``core/data/<kind>-<hash>.npz``).
+
+    Keyed by the model file's size and content hash, not its name: a renamed copy is the same model.
+
+    >>> shipped_for_model("stats", "name.gguf:1234:abc").name == shipped_for_model("stats", "other.gguf:1234:abc").name
+    True
+    """
+    import hashlib
+
+    content = identity.split(":", 1)[1] if identity.count(":") >= 2 else identity
+    return SHIPPED_DIR / f"{kind}-{hashlib.sha1(content.encode()).hexdigest()[:12]}.npz"
+
+
 def default_db_path() -> Path:
     """`CHUNKWISE_DB` if set, else ``<user data dir>/chunks.db``."""
     env = os.environ.get("CHUNKWISE_DB")

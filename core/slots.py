@@ -34,6 +34,7 @@ import numpy as np
 
 from .encoding import BACKGROUND_FILE, LOCAL_WINDOW, ModelStats
 from .llama_runtime import LlamaRuntime
+from .paths import shipped_for_model
 from .text import current_sentence, words
 
 TRAINING_FILE = BACKGROUND_FILE.parent / "slot_training.json"
@@ -154,9 +155,7 @@ def bag_of_words(texts: Sequence[str]) -> np.ndarray:
 
 
 def shipped_path(identity: str) -> Path:
-    """Keyed by the model file's size and content hash, not its name: a renamed copy is the same model."""
-    content = identity.split(":", 1)[1] if identity.count(":") >= 2 else identity
-    return TRAINING_FILE.parent / f"slots-{hashlib.sha1(content.encode()).hexdigest()[:12]}.npz"
+    return shipped_for_model("slots", identity)
 
 
 def shipped(identity: str, source: str) -> tuple[str, bytes, bytes] | None:

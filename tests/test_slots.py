@@ -124,16 +124,43 @@ def test_a_store_with_only_untyped_chunks_loads(runtime):
     engine.store.close()
 
 
-def test_model_measured_for_another_store_is_kept_in_this_one(tmp_path, runtime):
+def test_model_measured_for_another_store_is_kept_in_this_one(tmp_path, runtime, monkeypatch):
     """Bug caught: the statistics measured in this process (say for a locked library's in-memory
     stand-in) came from the process cache and were never written to the library opened after the
-    unlock, so every later start measured the model again (8-9 s here)."""
-    from core.encoding import ModelStats
+    unlock, so every later start measured the model again (8-9 s here).  A model with nothing
+    shipped (any model but the bundled one) is what takes this path."""
+    from core import engine as engine_module
 
-    Engine(runtime=runtime, store=ChunkStore(":memory:")).matcher       # measured or cached in this process
+    monkeypatch.setattr(ModelStats, "shipped", classmethod(lambda cls, identity: None))
+    monkeypatch.setattr(engine_module, "_stats_cache", {})
+    Engine(runtime=runtime, store=ChunkStore(":memory:")).matcher       # measured in this process
     db = tmp_path / "after-unlock.db"
     engine = Engine(runtime=runtime, store=ChunkStore(db))
     engine.matcher
     engine.store.close()
     with ChunkStore(db) as store:
         assert store.has_model_stats(engine.model_id, ModelStats.source_id())
+
+
+def test_a_first_start_with_the_bundled_model_measures_nothing(tmp_path, runtime, monkeypatch):
+    """Issue 14.9: the bundled model's statistics ship with Chunkwise, so a new library starts
+    without the 8-9 s "Measuring the model".  Bugs caught: the file not shipped or not packaged,
+    shipped for another background text (then silently ignored), or stale against what the
+    model measures now (the classifier and the thresholds would then read other vectors)."""
+    from core import engine as engine_module
+
+    shipped = ModelStats.shipped(runtime.identity)
+    assert shipped is not None, "run tools/train_slots.py --only stats"
+    fresh = ModelStats.compute(runtime)
+    np.testing.assert_allclose(shipped.mean, fresh.mean, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(shipped.whitener, fresh.whitener, rtol=1e-2, atol=1e-3)
+    assert shipped.background.shape == fresh.background.shape
+    assert np.abs(shipped.background - fresh.background).max() < 1e-2      # half precision, as the store keeps it
+
+    monkeypatch.setattr(engine_module, "_stats_cache", {})
+    monkeypatch.setattr(ModelStats, "compute", classmethod(lambda cls, *a, **k: pytest.fail("measured")))
+    steps = []
+    engine = Engine(runtime=runtime, store=ChunkStore(tmp_path / "new.db"), progress=lambda d, t: steps.append(d))
+    assert len(engine.matcher) == 0 and engine.matcher.slots is not None
+    assert steps == []
+    engine.store.close()
