@@ -18,9 +18,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from PySide6.QtCore import QPoint, QRect, Qt, Signal
+from PySide6.QtCore import QRect, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetricsF, QKeyEvent, QPainter, QPalette, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QPlainTextEdit, QToolTip
+
+from .words import kind_name
 
 CHUNK_ID = QTextFormat.UserProperty + 1
 CHUNK_LABEL = QTextFormat.UserProperty + 2
@@ -213,6 +215,32 @@ class GhostTextEdit(QPlainTextEdit):
         """(start, end, chunk id) of accepted chunk text in the document."""
         return [(p, p + n, cid) for p, n, cid in self._chunk_fragments()]
 
+    def labelled_marks(self) -> list[list]:
+        """[start, end, chunk id, label] of accepted chunk text: what a saved draft keeps."""
+        return [[p, p + n, int(f.property(CHUNK_ID)), str(f.property(CHUNK_LABEL) or "chunk")]
+                for frag in self._fragments(CHUNK_ID)
+                for p, n, f in [(frag.position(), frag.length(), frag.charFormat())]]
+
+    def restore_marks(self, marks: list[list]) -> None:
+        """Mark library text again after a restored draft (issue 14.17); marks past the text are dropped."""
+        end = self.document().characterCount() - 1
+        self._internal = True
+        try:
+            for start, stop, chunk_id, label in marks:
+                if not 0 <= start < stop <= end:
+                    continue
+                fmt = QTextCharFormat()
+                fmt.setProperty(CHUNK_ID, chunk_id)
+                fmt.setProperty(CHUNK_LABEL, label)
+                if self.marks_visible:
+                    fmt.setBackground(MARK_BACKGROUND)
+                cursor = QTextCursor(self.document())
+                cursor.setPosition(start)
+                cursor.setPosition(stop, QTextCursor.KeepAnchor)
+                cursor.mergeCharFormat(fmt)
+        finally:
+            self._internal = False
+
     # ------------------------------------------------------------ keys
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
@@ -329,9 +357,9 @@ class GhostTextEdit(QPlainTextEdit):
         pos = event.position().toPoint() if hasattr(event, "position") else event.pos()
         for box, piece in self._hit_rects:
             if box.contains(pos):
-                sim = f", similarity {piece.similarity:.2f}" if piece.similarity is not None else ""
-                QToolTip.showText(self.viewport().mapToGlobal(pos),
-                                  f"From your {piece.kind or 'chunk'} library: {piece.label or 'chunk'}{sim}",
+                sim = f" (match {piece.similarity:.2f})" if piece.similarity is not None else ""
+                what = kind_name(piece.kind) + (f": {piece.label}" if piece.label else "")
+                QToolTip.showText(self.viewport().mapToGlobal(pos), f"From your library — {what}{sim}",
                                   self.viewport())
                 break
         else:

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDialog,
 from core import ChunkStore, ChunkwiseError
 from core.portable import export_file, import_file
 from core.store import KINDS, validate_chunk
+from .words import kind_name
 
 MASK = "•" * 10
 
@@ -57,7 +58,8 @@ class ChunkEditDialog(QDialog):
         kinds = list(KINDS)
         if chunk and chunk.kind not in kinds:
             kinds.append(chunk.kind)
-        self.kind.addItems(kinds)
+        for k in kinds:
+            self.kind.addItem(kind_name(k), k)
         self.label = QLineEdit()
         self.text = QPlainTextEdit()
         self.contexts = QPlainTextEdit()
@@ -82,14 +84,14 @@ class ChunkEditDialog(QDialog):
         if chunk:
             data = {"kind": chunk.kind, "label": chunk.label or "", "text": chunk.text,
                     "contexts": [c.text for c in chunk.contexts]}
-        self.kind.setCurrentText(data.get("kind", "snippet"))
+        self.kind.setCurrentIndex(max(self.kind.findData(data.get("kind", "snippet")), 0))
         self.label.setText(data.get("label") or "")
         self.text.setPlainText(data.get("text", ""))
         self.contexts.setPlainText("\n".join(data.get("contexts", [])))
 
     def values(self) -> dict:
         contexts = [line for line in self.contexts.toPlainText().splitlines() if line.strip()]
-        return {"text": self.text.toPlainText(), "kind": self.kind.currentText(),
+        return {"text": self.text.toPlainText(), "kind": self.kind.currentData(),
                 "label": self.label.text().strip() or None, "contexts": contexts}
 
     def _check_and_accept(self) -> None:
@@ -108,7 +110,7 @@ class LibraryDialog(QDialog):
     def __init__(self, window, db_path: str, store: ChunkStore | None = None):
         super().__init__(window)
         self.window_ = window
-        self.setWindowTitle("Chunk library")
+        self.setWindowTitle("Library")
         self.resize(900, 520)
         self.db_path = db_path
         self.store, locked = open_store(db_path, store)
@@ -119,10 +121,10 @@ class LibraryDialog(QDialog):
         self.kind_filter = QComboBox()
         self.kind_filter.addItem("All kinds", None)
         for k in KINDS:
-            self.kind_filter.addItem(k, k)
+            self.kind_filter.addItem(kind_name(k), k)
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search text, labels and contexts")
-        self.reveal = QCheckBox("Reveal PII")
+        self.reveal = QCheckBox("Show personal info")
         self.table = row_table(self.COLUMNS, stretch=(2, 3))
         self.table.doubleClicked.connect(lambda _: self.edit_selected())
         top = QHBoxLayout()
@@ -195,17 +197,17 @@ class LibraryDialog(QDialog):
             self.chunks = self.store.list_chunks(kind=self.kind_filter.currentData(),
                                                  search=self.search.text().strip() or None)
         except ChunkwiseError as exc:
-            QMessageBox.warning(self, "Chunk library", str(exc))
+            QMessageBox.warning(self, "Library", str(exc))
             return
         self.table.setRowCount(len(self.chunks))
         for row, c in enumerate(self.chunks):
             shown = c.text if (c.kind != "pii" or self.reveal.isChecked()) else MASK
-            cells = [c.kind, c.label or "", shown.replace("\n", " ⏎ "),
+            cells = [kind_name(c.kind), c.label or "", shown.replace("\n", " ⏎ "),
                      " | ".join(x.text for x in c.contexts), str(c.use_count)]
             for col, value in enumerate(cells):
                 item = QTableWidgetItem(value)
                 if col == 2 and c.kind == "pii" and not self.reveal.isChecked():
-                    item.setToolTip("Hidden: tick 'Reveal PII' to show")
+                    item.setToolTip("Hidden: tick 'Show personal info' to show")
                 item.setData(Qt.UserRole, c.id)
                 self.table.setItem(row, col, item)
 
@@ -223,7 +225,7 @@ class LibraryDialog(QDialog):
 
     def add_chunk(self, prefill: dict | None = None, values: dict | None = None) -> int | None:
         if self.store is None:
-            QMessageBox.warning(self, "Add chunk", "The chunk store could not be opened, so nothing can be added.")
+            QMessageBox.warning(self, "Add chunk", "The library could not be opened, so nothing can be added.")
             return None
         if values is None:
             dialog = ChunkEditDialog(self, prefill=prefill)
@@ -332,7 +334,7 @@ class LearnedDialog(QDialog):
         self.store, locked = open_store(db_path, store)
         self.changed = False
         self.rows = []
-        self.note = QLabel(f"Your library is locked: {locked}\n\nUnlock it with Unlock… in the chunk library or "
+        self.note = QLabel(f"Your library is locked: {locked}\n\nUnlock it with Unlock… in the library or "
                            "Tools → Unlock library…, then look here again." if locked else
                            "Learned on this computer from what you type: when you type a value from your library "
                            "yourself, the words before it; when you press Esc on a suggested chunk, the words "
@@ -370,7 +372,7 @@ class LearnedDialog(QDialog):
         for row, (ctx, chunk) in enumerate(self.rows):
             target = chunk.label or (MASK if chunk.kind == "pii" else chunk.text[:60])
             cells = [(ctx.learned_at or "").replace("T", " ")[:16],
-                     "typed by you" if ctx.origin == "learned" else "turned down", ctx.text, f"{chunk.kind}: {target}"]
+                     "typed by you" if ctx.origin == "learned" else "turned down", ctx.text, f"{kind_name(chunk.kind)}: {target}"]
             for col, value in enumerate(cells):
                 item = QTableWidgetItem(value)
                 item.setData(Qt.UserRole, ctx.id)

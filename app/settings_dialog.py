@@ -89,6 +89,10 @@ class SettingsDialog(QDialog):
         self.places_list.setToolTip("Where in your draft a chunk would be inserted at this threshold")
         self.places_list.setMaximumHeight(110)
         self.slider.valueChanged.connect(self._threshold_changed)
+        self.from_address = QLineEdit(s.from_address)
+        self.from_address.setPlaceholderText("you@example.org")
+        self.from_address.setToolTip("The From: line of emails you save as .eml, so your mail client opens "
+                                     "them as your draft")
         self.model = QLineEdit(s.model_path)
         self.model.setPlaceholderText("bundled SmolLM2-135M-Instruct")
         browse = QPushButton("Browse…")
@@ -115,16 +119,16 @@ class SettingsDialog(QDialog):
         self.debounce.setRange(0, 5000)
         self.debounce.setSuffix(" ms")
         self.debounce.setValue(s.debounce_ms)
-        self.chunks = QCheckBox("Insert chunks from my library")
+        self.chunks = QCheckBox("Suggest entries from my library")
         self.chunks.setChecked(s.chunks_enabled)
         self.anchors = QCheckBox("Save memory on long documents (forget earlier sentences; suggestions get worse)")
-        self.anchors.setToolTip("Anchor-based KV reduction: keeps only sentence ends of earlier sentences "
-                                "in the model's memory. The bundled model was not trained for it.")
+        self.anchors.setToolTip("Keeps only the ends of earlier sentences in the model's memory. "
+                                "The bundled model was not trained for it.")
         self.anchors.setChecked(s.anchor_reduction)
-        self.knn = QCheckBox("Also predict from my writing (kNN-LM over what Tools → Learn from my writing read)")
+        self.knn = QCheckBox("Also predict from my writing (what Tools → Learn from my writing read)")
         self.knn.setChecked(s.knn_enabled)
         self.learn_typing = QCheckBox("Learn while I write (the words before a library value I type myself; "
-                                      "where I press Esc on a chunk)")
+                                      "where I press Esc on a suggestion from my library)")
         self.learn_typing.setChecked(s.learn_while_writing)
         self.learn_sent = QCheckBox("Learn from emails I open in my mail client (off until you turn it on)")
         self.learn_sent.setChecked(s.learn_from_sent)
@@ -148,6 +152,7 @@ class SettingsDialog(QDialog):
         tune_row.addWidget(self.tune_button)
         tune_row.addWidget(self.tune_label, 1)
         form.addRow("", tune_row)
+        form.addRow("Your email address:", self.from_address)
         form.addRow("Model file:", model_row)
         form.addRow("Context size:", self.n_ctx)
         form.addRow("Threads:", self.threads)
@@ -241,7 +246,7 @@ class SettingsDialog(QDialog):
                        temperature=self.temperature.value(), debounce_ms=self.debounce.value(),
                        chunks_enabled=self.chunks.isChecked(), anchor_reduction=self.anchors.isChecked(),
                        knn_enabled=self.knn.isChecked(), learn_while_writing=self.learn_typing.isChecked(),
-                       learn_from_sent=self.learn_sent.isChecked())
+                       learn_from_sent=self.learn_sent.isChecked(), from_address=self.from_address.text().strip())
 
     def accept(self) -> None:
         if hasattr(self.window_, "apply_settings"):

@@ -1,26 +1,25 @@
 """The compose window: To, Subject, body; suggestions stream in as ghost text."""
 from __future__ import annotations
 
-import email.message
-import email.policy
 import itertools
-import os
 import re
 import sys
 from pathlib import Path
-from urllib.parse import quote
 
-from PySide6.QtCore import QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QFileDialog, QFormLayout, QLabel, QLineEdit, QMainWindow, QMessageBox,
                                QProgressBar, QPushButton, QVBoxLayout, QWidget)
 
 from core import GenerationRequest
 
 from .drafts import DraftFile
+from .email_actions import EmailActions
 from .ghost import GhostPiece, GhostTextEdit
+from .help import show_help
 from .settings import Settings, save_settings
-from .worker import LOCKED_HINT, WorkerThread
+from .words import words_from_library
+from .worker import LOCKED_HINT, MODEL_ALONE, WorkerThread
 
 
 _previous_handler = None
@@ -72,7 +71,7 @@ def subject_prompt(to: str, before_cursor: str) -> tuple[str, bool]:
     return (text.rstrip(" ") if lifted else text), lifted
 
 
-class ComposeWindow(QMainWindow):
+class ComposeWindow(QMainWindow, EmailActions):
     request_generation = Signal(int, object)
     request_load = Signal(dict)
     request_threshold = Signal(float)
@@ -88,12 +87,10 @@ class ComposeWindow(QMainWindow):
                  draft_file: DraftFile | None = None):
         super().__init__()
         keep_drafts_out_of_qt_messages()
-        self.draft_file = draft_file or DraftFile()
         self.confirm_close = True       # ask before closing with unsaved work
-        self.dirty = False
         self.settings = settings
         self.settings_file = settings_file
-        self.setWindowTitle("Chunkwise — new email")
+        self._init_email(draft_file)
         self.resize(820, 600)
         self._ids = itertools.count(1)
         self.current_id = 0
@@ -105,6 +102,7 @@ class ComposeWindow(QMainWindow):
         self.model_ready = False
         self.locked_message = ""       # why the library could not open, while it is locked
         self.last_stats: dict = {}
+        self.model_name = ""            # the loaded model's name, for the status bar
         self._build_ui()
         self._build_menus()
         self.debounce = QTimer(self)
@@ -166,24 +164,52 @@ class ComposeWindow(QMainWindow):
 
     def _build_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
+        self._action(file_menu, "&New email", self.new_email, QKeySequence.New)
+        self._action(file_menu, "&Open…", self.open_email, QKeySequence.Open)
+        self.recent_menu = file_menu.addMenu("Open &Recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        file_menu.addSeparator()
+        self._action(file_menu, "&Save", self.save_email, QKeySequence.Save)
+        self._action(file_menu, "Save &As…", lambda: self.save_email(ask=True), QKeySequence.SaveAs)
+        file_menu.addSeparator()
         self.copy_action = self._action(file_menu, "&Copy email", self.copy_email, QKeySequence("Ctrl+Shift+C"))
-        self._action(file_menu, "&Save as .eml…", self.save_eml, QKeySequence.Save)
         self._action(file_menu, "Open in &mail client", self.open_mail_client)
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.Quit)
         edit_menu = self.menuBar().addMenu("&Edit")
+        # Each acts on the field with the focus (To, Subject or body), as its own keys do.
+        for text, name, keys in (("&Undo", "undo", QKeySequence.Undo), ("&Redo", "redo", QKeySequence.Redo),
+                                 (None, None, None),
+                                 ("Cu&t", "cut", QKeySequence.Cut), ("&Copy", "copy", QKeySequence.Copy),
+                                 ("&Paste", "paste", QKeySequence.Paste),
+                                 ("Select &All", "selectAll", QKeySequence.SelectAll), (None, None, None)):
+            if text is None:
+                edit_menu.addSeparator()
+            else:
+                self._action(edit_menu, text, lambda n=name: self._edit_command(n), keys)
         self._action(edit_menu, "Add selection as &snippet…", self.add_selection_as_snippet)
         view_menu = self.menuBar().addMenu("&View")
         self.marks_action = self._action(view_menu, "&Mark text from chunks", self._toggle_marks, checkable=True)
         self.marks_action.setChecked(self.settings.show_chunk_marks)
         tools = self.menuBar().addMenu("&Tools")
-        self._action(tools, "Chunk &library…", self.open_library, QKeySequence("Ctrl+L"))
+        self._action(tools, "Your &library…", self.open_library, QKeySequence("Ctrl+L"))
         self.learn_action = self._action(tools, "Learn from &my writing…", self.learn_from_writing)
         self.learned_action = self._action(tools, "What Chunkwise lear&ned…", self.open_learned)
         self.forget_action = self._action(tools, "&Forget what Chunkwise learned…", self.forget_learned)
         self.unlock_action = self._action(tools, "&Unlock library…", self.unlock_library)
         self.unlock_action.setEnabled(False)         # only while the library is locked
         self._action(tools, "&Settings…", self.open_settings, QKeySequence("Ctrl+,"))
+        help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "&Keyboard shortcuts", lambda: show_help(self, "keys"), QKeySequence.HelpContents)
+        self._action(help_menu, "How &suggestions and the library work", lambda: show_help(self, "how"))
+        self._action(help_menu, "&About Chunkwise", lambda: show_help(self, "about"))
+
+    def _edit_command(self, name: str) -> None:
+        """Edit menu: undo, cut, paste... in whichever field has the focus (the body if none)."""
+        widget = self.focusWidget()          # the window's own: an open menu does not take it
+        if widget not in (self.to_edit, self.subject_edit, self.body_edit):
+            widget = self.body_edit
+        getattr(widget, name)()
 
     def _action(self, menu, text, slot, shortcut=None, checkable=False) -> QAction:
         """A menu action. `triggered` carries `checked`; only checkable actions pass it on,
@@ -224,7 +250,7 @@ class ComposeWindow(QMainWindow):
         w.load_failed.connect(self._on_load_failed)
         w.progress.connect(self._on_progress)
         w.store_ready.connect(self._on_store_ready)
-        w.store_failed.connect(lambda msg: self.statusBar().showMessage(f"Chunk store: {msg}", 8000))
+        w.store_failed.connect(lambda msg: self.statusBar().showMessage(f"Library: {msg}", 8000))
         w.store_locked.connect(self._on_store_locked)
 
     @property
@@ -241,7 +267,8 @@ class ComposeWindow(QMainWindow):
     def _on_loaded(self, info: dict) -> None:
         self.model_ready = True
         self._set_locked("")                     # store_locked follows if the library did not open
-        self.model_label.setText(f"{info['model']} · {info['contexts']} chunk contexts")
+        self.model_name = info["model"]
+        self._show_library_size(info["contexts"])
         self.progress.setVisible(False)
         self.cancel_button.setVisible(False)
         self.statusBar().showMessage(f"Model ready in {info['seconds']} s", 4000)
@@ -250,10 +277,8 @@ class ComposeWindow(QMainWindow):
     def _on_store_locked(self, message: str) -> None:
         """The model runs; the library did not open. Say so where it stays visible, and offer to unlock."""
         self._set_locked(message)
-        name = self.model_label.text().split(" · ")[0]
-        self.model_label.setText(f"{name} · library locked")
-        self.statusBar().showMessage("Your chunk library is locked: suggestions come from the model alone. "
-                                     "Tools → Unlock library… opens it.", 15000)
+        self.model_label.setText(f"{self.model_name} · library locked")
+        self.statusBar().showMessage(f"Your library is locked. {MODEL_ALONE}", 15000)
 
     def unlock_library(self) -> bool:
         """Tools → Unlock library…: open the library now, and reload the editor's model lane with it.
@@ -281,8 +306,7 @@ class ComposeWindow(QMainWindow):
     def _set_locked(self, message: str) -> None:
         self.locked_message = message
         self.unlock_action.setEnabled(bool(message))
-        self.model_label.setToolTip(f"{message}\n\nSuggestions come from the model alone. "
-                                    "Tools → Unlock library… opens it." if message else "")
+        self.model_label.setToolTip(f"{message}\n\n{MODEL_ALONE}" if message else "")
 
     def _on_load_failed(self, message: str) -> None:
         self.model_ready = False
@@ -302,8 +326,12 @@ class ComposeWindow(QMainWindow):
     def _on_store_ready(self, contexts: int) -> None:
         self.progress.setVisible(False)
         self.cancel_button.setVisible(False)
-        name = self.model_label.text().split(" · ")[0]
-        self.model_label.setText(f"{name} · {contexts} chunk contexts")
+        self._show_library_size(contexts)
+
+    def _show_library_size(self, phrases: int) -> None:
+        self.model_label.setText(f"{self.model_name} · library ready")
+        self.model_label.setToolTip(f"The model is {self.model_name}. Your library has {phrases} phrase(s) "
+                                    "that lead into its entries.")
 
     def _cancel_refresh(self) -> None:
         if self.worker:
@@ -384,9 +412,14 @@ class ComposeWindow(QMainWindow):
             self._tab_waiting = False
             self.current_editor.accept_ghost()
         secs = max(stats.get("seconds", 0), 1e-6)
-        self.stats_label.setText(
-            f"{stats['tokens'] / secs:.0f} tok/s · {stats['chunks']} chunk(s) · "
-            f"{stats['passes_saved']} forward passes saved")
+        editor = self.current_editor
+        from_library = [p for p in (editor.pieces if editor else []) if p.from_chunk]
+        count = sum(len(p.text.split()) for p in from_library)
+        self.stats_label.setText(words_from_library(count, from_library[0].label) if count else "")
+        # The technical figures stay one hover away, for those who want them.
+        self.stats_label.setToolTip(
+            f"Last suggestion: {stats['tokens']} tokens at {stats['tokens'] / secs:.0f} tokens/s, "
+            f"{stats['chunks']} library insertion(s), {stats['passes_saved']} model steps saved")
 
     def _on_failed(self, request_id: int, message: str) -> None:
         if request_id == self.current_id:
@@ -437,7 +470,7 @@ class ComposeWindow(QMainWindow):
     def _on_forgotten(self, counts: dict) -> None:
         self.statusBar().showMessage(
             f"Forgot {counts['contexts']} learned phrase(s), {counts['chunks']} mined chunk(s) and "
-            f"{counts['knn_rows']} entries of your writing.", 8000)
+            f"the rest learned from your writing ({counts['knn_rows']} entries).", 8000)
 
     def _on_early_tab(self, editor: GhostTextEdit) -> None:
         """Tab in the typing pause or while the suggestion streams: wait for it, never type a tab."""
@@ -509,8 +542,8 @@ class ComposeWindow(QMainWindow):
     def _on_learned(self, info: dict) -> None:
         self._on_store_ready(info["contexts"])
         self.statusBar().showMessage(
-            f"Learned from {info['documents']} document(s): {info['new_chunks']} new chunk(s), "
-            f"{info['knn_entries']} kNN-LM entries, used from the next suggestion on.",
+            f"Learned from {info['documents']} document(s): {info['new_chunks']} phrase(s) you repeat, "
+            "and your usual wording; used from the next suggestion on.",
             10000)
 
     def open_library(self) -> None:
@@ -547,99 +580,8 @@ class ComposeWindow(QMainWindow):
         finally:
             dialog.done(0)                   # closes its store connection; the library itself never shows
         if chunk_id is not None:
-            self.statusBar().showMessage("Snippet added to your library (Tools → Chunk library).", 5000)
+            self.statusBar().showMessage("Snippet added to your library (Tools → Your library…).", 5000)
         return chunk_id
-
-    # ------------------------------------------------------------ the email
-
-    def email_text(self) -> str:
-        return self.body_edit.toPlainText()
-
-    def as_message(self) -> email.message.EmailMessage:
-        msg = email.message.EmailMessage(policy=email.policy.SMTP)
-        if self.to_edit.text().strip():
-            msg["To"] = self.to_edit.text().strip()
-        msg["Subject"] = self.subject_edit.toPlainText().strip()
-        msg.set_content(self.email_text())
-        return msg
-
-    def copy_email(self) -> None:
-        parts = []
-        if self.to_edit.text().strip():
-            parts.append(f"To: {self.to_edit.text().strip()}")
-        if self.subject_edit.toPlainText().strip():
-            parts.append(f"Subject: {self.subject_edit.toPlainText().strip()}")
-        text = ("\n".join(parts) + "\n\n" if parts else "") + self.email_text()
-        QGuiApplication.clipboard().setText(text)
-        self.statusBar().showMessage("Email copied to the clipboard", 3000)
-
-    def save_eml(self, path: str | None = None) -> str | None:
-        if not path:
-            path, _ = QFileDialog.getSaveFileName(self, "Save email", "email.eml", "Email (*.eml)")
-        if not path:
-            return None
-        try:
-            data = self.as_message().as_bytes()
-            tmp = f"{path}.tmp"
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        except (OSError, ValueError) as exc:
-            QMessageBox.warning(self, "Save email", f"Could not save {path}: {exc}")
-            return None
-        self.statusBar().showMessage(f"Saved {path}", 3000)
-        self.dirty = False
-        return path
-
-    def mailto_url(self) -> QUrl:
-        to = quote(self.to_edit.text().strip(), safe="@,")
-        query = f"subject={quote(self.subject_edit.toPlainText().strip())}&body={quote(self.email_text())}"
-        return QUrl(f"mailto:{to}?{query}")
-
-    def open_mail_client(self) -> None:
-        if not QDesktopServices.openUrl(self.mailto_url()):
-            QMessageBox.information(self, "Open in mail client", "No mail client is set up on this system.")
-            return
-        self.learn_from_sent_email()
-
-    def learn_from_sent_email(self) -> None:
-        """Opt-in (Settings): the email handed to the mail client is learned from, as Tools → Learn does."""
-        if self.settings.learn_from_sent and self.model_ready and self.worker and self.email_text().strip():
-            self.request_learn.emit({"texts": [self.email_text()], "gamma": 0.5, "corpus_teacher": True,
-                                     "knn": True})
-
-    # ------------------------------------------------------------ drafts
-
-    def _changed(self) -> None:
-        self.dirty = True
-        self.autosave.start()
-
-    def draft(self) -> dict:
-        return {"to": self.to_edit.text(), "subject": self.subject_edit.toPlainText(),
-                "body": self.body_edit.toPlainText()}
-
-    def save_draft(self) -> None:
-        """Autosave: the email as it is now, so a crash or a kill loses nothing."""
-        try:
-            if any(self.draft().values()):
-                self.draft_file.save(self.draft())
-            else:
-                self.draft_file.clear()
-        except OSError as exc:
-            self.statusBar().showMessage(f"Draft not autosaved: {exc.strerror}", 8000)
-
-    def _restore_draft(self) -> None:
-        saved = self.draft_file.load()
-        if not saved:
-            return
-        self.to_edit.setText(saved["to"])
-        self.subject_edit.setPlainText(saved["subject"])
-        self.body_edit.setPlainText(saved["body"])
-        self.body_edit.mark_not_typed()          # its values were not typed in this session: not learned from
-        self.body_edit.moveCursor(self.body_edit.textCursor().MoveOperation.End)
-        self.dirty = True
-        self.autosave.stop()
-        self.statusBar().showMessage("Restored the email you were writing", 6000)
 
     # ------------------------------------------------------------ closing
 
@@ -648,7 +590,7 @@ class ComposeWindow(QMainWindow):
             answer = QMessageBox.question(
                 self, "Chunkwise", "This email has not been saved or sent. Save it as .eml before closing?",
                 QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel, QMessageBox.Save)
-            if answer == QMessageBox.Cancel or (answer == QMessageBox.Save and not self.save_eml()):
+            if answer == QMessageBox.Cancel or (answer == QMessageBox.Save and not self.save_email()):
                 event.ignore()
                 return
             self.draft_file.clear()          # saved or discarded on purpose: nothing to restore

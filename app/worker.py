@@ -30,7 +30,8 @@ def _log_failure(what: str) -> None:
     log.error("%s failed: %s\n%s", what, exc_type.__name__ if exc_type else "?", frames)
 
 
-LOCKED_HINT = "Your chunk library is locked. Unlock it with Tools → Unlock library…, then try again."
+LOCKED_HINT = "Your library is locked. Unlock it with Tools → Unlock library…, then try again."
+MODEL_ALONE = "Suggestions come from the model alone. Tools → Unlock library… opens it."
 
 
 class ModelWorker(QObject):

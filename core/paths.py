@@ -39,6 +39,35 @@ def shipped_for_model(kind: str, identity: str) -> Path:
     return SHIPPED_DIR / f"{kind}-{hashlib.sha1(content.encode()).hexdigest()[:12]}.npz"
 
 
+def atomic_write(path: str | os.PathLike, data: bytes | str, mode: int = 0o600) -> None:
+    """Write *data* to *path* so that a crash leaves the old file or the new one, never half of either.
+
+    A temporary file beside the target (same file system), flushed and fsynced, given *mode*
+    (owner-only by default: what Chunkwise writes is the user's), then renamed over the target.
+    The temporary file is removed on any failure.  Raises OSError.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+    >>> atomic_write(p, "hello"); p.read_text(), oct(p.stat().st_mode & 0o777)
+    ('hello', '0o600')
+    """
+    import tempfile
+
+    path = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 def default_db_path() -> Path:
     """`CHUNKWISE_DB` if set, else ``<user data dir>/chunks.db``."""
     env = os.environ.get("CHUNKWISE_DB")

@@ -21,17 +21,19 @@ import csv
 import io
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
 from .errors import ImportFormatError, StoreError
+from .paths import atomic_write
 from .store import Chunk, ChunkStore, validate_chunk
 
 FORMAT_NAME = "chunkwise-chunks"
 # What a PII value becomes in an export made without include_pii: never a
 # real value, and refused on import so a masked file cannot overwrite real data.
-MASKED_TEXT = "<PII masked: export again with --include-pii to move real values>"
+MASKED_TEXT = ("<personal info masked: export again and include personal info (in the library's Export…, "
+               "answer Yes; on the command line, --include-pii) to move real values>")
+MASKED_BEFORE = ("<PII masked: export again with --include-pii to move real values>",)   # older exports
 CSV_FIELDS = ["text", "kind", "label", "contexts"]
 
 
@@ -64,9 +66,10 @@ def _check_record(rec, where: str) -> dict:
         if key not in rec:
             raise ImportFormatError(f"{where}: missing field '{key}'.")
     label = rec.get("label")
-    if rec["text"] == MASKED_TEXT:
-        raise ImportFormatError(f"{where}: this PII value was masked when exported; export again with "
-                                "--include-pii (or 'Include PII values') to move real values.")
+    if rec["text"] in (MASKED_TEXT, *MASKED_BEFORE):
+        raise ImportFormatError(f"{where}: this personal value was masked when it was exported. Export again "
+                                "and include personal info (in the library's Export…, answer Yes; on the "
+                                "command line, --include-pii) to move real values.")
     try:
         contexts = validate_chunk(rec["text"], rec["kind"], label, rec["contexts"])
     except StoreError as exc:
@@ -227,12 +230,8 @@ def export_file(store: ChunkStore, path: str | os.PathLike, kind: str | None = N
         raise ImportFormatError(f"{path.name}: unknown format; use a .json or .csv file.")
     chunks = store.list_chunks(kind=kind)
     data = render(chunks, fmt, include_pii)
-    folder = path.parent if str(path.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".export-", dir=folder)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        atomic_write(path, data)
     except OSError as exc:
         raise StoreError(f"Cannot write {path}: {exc.strerror}.") from None
     return len(chunks)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+
+from .paths import atomic_write
 
 SCHEMA_VERSION = 2
 
@@ -37,7 +38,8 @@ class Settings:
                                     # (bench/keystrokes.py: the better predictor of a person's new mail)
     learn_while_writing: bool = True   # a library value typed by hand teaches its lead-in; Esc counts against
     learn_from_sent: bool = False      # opt-in: an email opened in the mail client is learned from
-    recent_files: list[str] = field(default_factory=list)
+    recent_files: list[str] = field(default_factory=list)   # emails opened or saved, newest first
+    from_address: str = ""          # From: of a saved .eml (a mail client opens it as the user's draft)
 
     LIMITS = {
         "n_ctx": (256, 32768), "threads": (0, 64), "max_tokens": (1, 256), "temperature": (0.0, 2.0),
@@ -57,9 +59,11 @@ class Settings:
             if not isinstance(getattr(clean, name), bool):
                 notes.append(f"{name} must be true or false; using {getattr(default, name)!r}.")
                 setattr(clean, name, getattr(default, name))
-        for name in ("model_path", "db_path"):
+        for name in ("model_path", "db_path", "from_address"):
             if not isinstance(getattr(clean, name), str):
                 setattr(clean, name, "")
+        if not isinstance(clean.recent_files, list) or not all(isinstance(p, str) for p in clean.recent_files):
+            clean.recent_files = []
         return clean, notes
 
 
@@ -112,11 +116,7 @@ def load_settings(path: Path | None = None) -> tuple[Settings, list[str]]:
 def save_settings(settings: Settings, path: Path | None = None) -> None:
     path = path or settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(asdict(settings), fh, indent=2)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(asdict(settings), indent=2))
 
 
 def save_threshold(threshold: float, path: Path | None = None) -> None:

@@ -1,5 +1,6 @@
 """The desktop editor, offscreen, against the real default model (pytest-qt)."""
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -78,7 +79,8 @@ def test_typing_produces_ghost_text_and_keys_work(qtbot, make_window):
     body = type_and_wait(qtbot, w, "Dear Anna,\n\nThank you for the")
     ghost = body.ghost_text
     assert ghost.strip() and body.toPlainText() == "Dear Anna,\n\nThank you for the"
-    assert "tok/s" in w.stats_label.text()
+    # no library entry in it: the status bar says nothing; the figures are one hover away
+    assert w.stats_label.text() == "" and "tokens/s" in w.stats_label.toolTip()
     # Ctrl+Right takes the next word only
     qtbot.keyClick(body, Qt.Key_Right, Qt.ControlModifier)
     first_word = ghost[: len(ghost) - len(ghost.lstrip())] + ghost.lstrip().split()[0]
@@ -125,6 +127,8 @@ def test_retrieved_pii_is_highlighted_and_marked(qtbot, make_window):
     body = type_and_wait(qtbot, w, "Hi Tom,\n\nThanks for the quick reply. If anything comes up, please give me a call at")
     chunk_pieces = [p for p in body.pieces if p.from_chunk]
     assert chunk_pieces and chunk_pieces[0].label == "phone" and "(555) 123-4567" in chunk_pieces[0].text
+    # the status bar says it in the user's words (issue 14.16), not in forward passes
+    assert re.fullmatch(r"\d+ words? from your library \(phone\)", w.stats_label.text())
     qtbot.keyClick(body, Qt.Key_Tab)
     marks = body.chunk_marks()
     assert marks and body.toPlainText()[marks[0][0]:marks[0][1]].strip().startswith("(555) 123-4567")
@@ -204,7 +208,7 @@ def test_email_output(qtbot, make_window, tmp_path):
     w.to_edit.setText("anna@example.org")
     w.subject_edit.setPlainText("Lunch")
     w.body_edit.setPlainText("Hi Anna,\n\nLunch on Friday?\n")
-    path = w.save_eml(str(tmp_path / "mail.eml"))
+    path = w.save_email(str(tmp_path / "mail.eml"))
     data = open(path, "rb").read().decode()
     assert "To: anna@example.org" in data and "Subject: Lunch" in data and "Lunch on Friday?" in data
     url = w.mailto_url().toString()
@@ -257,7 +261,7 @@ def test_default_store_location_is_used_when_none_is_set(qtbot, tmp_path):
     qtbot.addWidget(w)
     try:
         qtbot.waitUntil(lambda: w.model_ready, timeout=WAIT)
-        assert "1 chunk contexts" in w.model_label.text()
+        assert "library ready" in w.model_label.text() and "1 phrase(s)" in w.model_label.toolTip()
         assert w.worker.engine.store.path == os.environ["CHUNKWISE_DB"]
     finally:
         w.shutdown()
