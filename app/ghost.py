@@ -18,18 +18,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from PySide6.QtCore import QRect, Qt, Signal
-from PySide6.QtGui import QColor, QFontMetricsF, QKeyEvent, QPainter, QPalette, QTextCharFormat, QTextCursor, QTextFormat
+from PySide6.QtCore import QEvent, QRect, Qt, Signal
+from PySide6.QtGui import QFontMetricsF, QKeyEvent, QPainter, QPalette, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QPlainTextEdit, QToolTip
 
+from .theme import colours
 from .words import kind_name
 
 CHUNK_ID = QTextFormat.UserProperty + 1
 CHUNK_LABEL = QTextFormat.UserProperty + 2
 NOT_TYPED = QTextFormat.UserProperty + 3       # text that came from a suggestion, a paste or a restored draft
-GHOST_COLOUR = QColor(140, 140, 140)
-CHUNK_BACKGROUND = QColor(255, 236, 170)      # highlight behind retrieved text (ghost)
-MARK_BACKGROUND = QColor(255, 246, 214)       # tint of accepted chunk text in the document
 _NEXT_WORD = re.compile(r"\s*\S+")
 
 
@@ -70,6 +68,7 @@ class GhostTextEdit(QPlainTextEdit):
         self.pieces: list[GhostPiece] = []
         self.anchor = -1               # cursor position the ghost text belongs to
         self.marks_visible = True
+        self.colours = colours(self.palette())   # follows the theme: see changeEvent
         self._internal = False
         self._hit_rects: list[tuple[QRect, GhostPiece]] = []
         self.setMouseTracking(True)
@@ -153,7 +152,7 @@ class GhostTextEdit(QPlainTextEdit):
             fmt.setProperty(CHUNK_ID, piece.chunk_id)
             fmt.setProperty(CHUNK_LABEL, piece.label or piece.kind or "chunk")
             if self.marks_visible:
-                fmt.setBackground(MARK_BACKGROUND)
+                fmt.setBackground(self.colours.mark_background)
         return fmt
 
     def not_typed_ranges(self) -> list[tuple[int, int]]:
@@ -200,7 +199,7 @@ class GhostTextEdit(QPlainTextEdit):
         """Show or hide the tint on accepted chunk text (the marks themselves stay)."""
         self.marks_visible = visible
         fmt = QTextCharFormat()
-        fmt.setBackground(MARK_BACKGROUND if visible else self.palette().color(QPalette.Base))
+        fmt.setBackground(self.colours.mark_background if visible else self.palette().color(QPalette.Base))
         self._internal = True
         try:
             for position, length, _ in list(self._chunk_fragments()):
@@ -233,7 +232,7 @@ class GhostTextEdit(QPlainTextEdit):
                 fmt.setProperty(CHUNK_ID, chunk_id)
                 fmt.setProperty(CHUNK_LABEL, label)
                 if self.marks_visible:
-                    fmt.setBackground(MARK_BACKGROUND)
+                    fmt.setBackground(self.colours.mark_background)
                 cursor = QTextCursor(self.document())
                 cursor.setPosition(start)
                 cursor.setPosition(stop, QTextCursor.KeepAnchor)
@@ -307,6 +306,14 @@ class GhostTextEdit(QPlainTextEdit):
             self.interrupted.emit()
         super().mousePressEvent(event)
 
+    def changeEvent(self, event) -> None:
+        """The desktop switched light/dark (or the palette changed): new colours, marks repainted."""
+        super().changeEvent(event)
+        if event.type() == QEvent.PaletteChange:
+            self.colours = colours(self.palette())
+            self.set_marks_visible(self.marks_visible)
+            self.viewport().update()
+
     def focusOutEvent(self, event) -> None:
         if self.pieces:
             self.clear_ghost()
@@ -346,9 +353,9 @@ class GhostTextEdit(QPlainTextEdit):
                         w = fm.horizontalAdvance(word)
                     box = QRect(int(x), int(top), int(w) + 1, int(line_h))
                     if piece.from_chunk:
-                        painter.fillRect(box, CHUNK_BACKGROUND)
+                        painter.fillRect(box, self.colours.chunk_background)
                         self._hit_rects.append((box, piece))
-                    painter.setPen(GHOST_COLOUR if not piece.from_chunk else QColor(120, 90, 0))
+                    painter.setPen(self.colours.chunk_text if piece.from_chunk else self.colours.ghost)
                     painter.drawText(QRect(int(x), int(top), int(w) + 50, int(line_h)),
                                      Qt.AlignLeft | Qt.AlignVCenter, word)
                     x += w

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDialog,
 from core import ChunkStore, ChunkwiseError
 from core.portable import export_file, import_file
 from core.store import KINDS, validate_chunk
+from .theme import colours
 from .words import kind_name
 
 MASK = "•" * 10
@@ -31,7 +32,7 @@ def locked_banner() -> QLabel:
     """Where a dialog says its library is locked and why (hidden while the library is open)."""
     banner = QLabel()
     banner.setWordWrap(True)
-    banner.setStyleSheet("color: #8a4b00;")
+    banner.setStyleSheet(f"color: {colours(banner.palette()).warning.name()};")
     banner.setVisible(False)
     return banner
 
@@ -66,7 +67,7 @@ class ChunkEditDialog(QDialog):
         self.contexts.setPlaceholderText("One per line: the words that lead into this chunk,\n"
                                          "e.g. 'You can call me at'")
         self.error = QLabel("")
-        self.error.setStyleSheet("color: #b00020")
+        self.error.setStyleSheet(f"color: {colours(self.palette()).warning.name()};")
         self.error.setWordWrap(True)
         form = QFormLayout()
         form.addRow("Kind:", self.kind)

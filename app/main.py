@@ -52,8 +52,16 @@ def run_app(argv: list[str] | None = None) -> int:
     from .settings import load_settings, settings_path
     from .window import ComposeWindow
 
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QGuiApplication
+
+    from .theme import apply_desktop_theme
+
+    if QApplication.instance() is None:     # fractional scale factors (150%) as the desktop sets them, not rounded
+        QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv)
     app.setApplicationName("Chunkwise")
+    apply_desktop_theme(app)
     settings, notes = load_settings()
     if not ask_passphrase():
         notes.append("No passphrase given: the chunk store stays locked for this session; "

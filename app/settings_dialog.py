@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 from PySide6.QtCore import QPointF, Qt
-from PySide6.QtGui import QColor, QPainter, QPen
+from PySide6.QtGui import QColor, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QDoubleSpinBox, QFileDialog, QFormLayout,
                                QHBoxLayout, QLabel, QLineEdit, QListWidget, QMessageBox, QPushButton, QSlider,
                                QSpinBox, QVBoxLayout, QWidget)
@@ -43,9 +43,9 @@ class ThresholdPlot(QWidget):
 
     def paintEvent(self, event) -> None:
         p = QPainter(self)
-        p.fillRect(self.rect(), QColor(250, 250, 250))
+        p.fillRect(self.rect(), self.palette().color(QPalette.Base))      # light or dark, as the desktop
         left, bottom, top, right = 34, self.height() - 18, 8, self.width() - 8
-        p.setPen(QColor(120, 120, 120))
+        p.setPen(self.palette().color(QPalette.PlaceholderText))
         p.drawLine(left, bottom, right, bottom)
         p.drawLine(left, top, left, bottom)
         p.drawText(left, self.height() - 4, "0")

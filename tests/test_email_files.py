@@ -187,3 +187,52 @@ def test_a_draft_from_an_older_chunkwise_is_adopted(qtbot, tmp_path, monkeypatch
     w.confirm_close = False
     qtbot.addWidget(w)
     assert w.draft()["body"] == "Written before the update." and not legacy.exists()
+
+
+def test_ghost_and_library_colours_follow_a_dark_theme(qtbot, window, monkeypatch):
+    """Issue 14.15. Bugs caught: fixed light-yellow highlights and grey ghost text on a dark
+    desktop (unreadable), accepted library text keeping the light tint after a switch to dark,
+    CHUNKWISE_THEME / the desktop's dark scheme not reaching the window."""
+    from PySide6.QtGui import QPalette, QTextCursor
+    from PySide6.QtWidgets import QApplication
+
+    from app.theme import apply_desktop_theme, contrast, dark_palette
+
+    w = window()
+    body = w.body_edit
+    body.setFocus()
+    qtbot.keyClicks(body, "Call me on")
+    body.start_ghost()
+    body.add_ghost(GhostPiece(" (555) 123-4567", "chunk", 7, "phone", "pii", 0.8))
+    qtbot.keyClick(body, Qt.Key_Tab)
+
+    def mark_background():
+        cursor = QTextCursor(body.document())
+        cursor.setPosition(12)
+        return cursor.charFormat().background().color()
+
+    def readable(c, palette):
+        base, text = palette.color(QPalette.Base), palette.color(QPalette.Text)
+        assert contrast(c.ghost, base) >= 3.0                      # faint, yet legible
+        assert contrast(c.ghost, text) >= 1.8                      # and visibly not typed text
+        assert contrast(c.chunk_text, c.chunk_background) >= 4.5
+        assert contrast(text, c.mark_background) >= 4.5
+
+    light = body.colours
+    assert not light.dark and mark_background() == light.mark_background
+    readable(light, body.palette())
+    w.setPalette(dark_palette())                                  # what a desktop switching to dark does
+    dark = body.colours
+    assert dark.dark and dark.chunk_background.lightness() < 100
+    readable(dark, body.palette())
+    assert mark_background() == dark.mark_background               # the email's marks repainted too
+
+    app = QApplication.instance()
+    palette, style = app.palette(), app.style().name()
+    monkeypatch.setenv("CHUNKWISE_THEME", "dark")
+    try:
+        apply_desktop_theme(app)
+        assert app.palette().color(QPalette.Base).lightness() < 128
+    finally:
+        app.setPalette(palette)
+        app.setStyle(style)

@@ -1,6 +1,7 @@
 """Regenerate docs/img/editor.png: the editor with a suggestion whose chunk is highlighted.
 
     python tools/screenshot.py            # offscreen (QT_QPA_PLATFORM=offscreen is set if no display)
+    python tools/screenshot.py --theme dark   # the same in a dark desktop theme: docs/img/*-dark.png
     xvfb-run -a python tools/screenshot.py  # in a real X window
 
 Uses a temporary store with the CD-LM paper's synthetic PII profile and
@@ -21,7 +22,7 @@ if not os.environ.get("DISPLAY"):
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
-def main(out: Path = ROOT / "docs" / "img" / "editor.png") -> None:
+def main(out: Path = ROOT / "docs" / "img" / "editor.png", theme: str = "light") -> None:
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
@@ -40,6 +41,12 @@ def main(out: Path = ROOT / "docs" / "img" / "editor.png") -> None:
         store.add_chunk("Looking forward to hearing from you.", "phrase",
                         ["Thanks again for your help.", "Let me know what you think."], label="closing")
     app = QApplication.instance() or QApplication(sys.argv)
+    from app.theme import apply_desktop_theme
+
+    os.environ["CHUNKWISE_THEME"] = theme
+    apply_desktop_theme(app)
+    suffix = "" if theme == "light" else f"-{theme}"
+    out = out.with_name(f"{out.stem}{suffix}{out.suffix}")
     from app.drafts import DraftFile
 
     window = ComposeWindow(Settings(db_path=str(db), debounce_ms=150), tmp / "settings.json",
@@ -65,7 +72,7 @@ def main(out: Path = ROOT / "docs" / "img" / "editor.png") -> None:
     body = window.body_edit
     body.setFocus()
     body.setPlainText("Hi Tom,\n\nThanks for the quick reply, the numbers look good. "
-                      "If anything comes up before Friday, please give me a call at")
+                      "If anything comes up, please give me a call at")
     body.moveCursor(body.textCursor().MoveOperation.End)
     window.current_editor = body
     window.suggest_now()
@@ -84,18 +91,22 @@ def main(out: Path = ROOT / "docs" / "img" / "editor.png") -> None:
     settings.show()
     wait(lambda: not settings.plot.note, 60_000)
     QTest.qWait(200)
-    settings.grab().save(str(out.with_name("settings.png")))
+    settings.grab().save(str(out.with_name(f"settings{suffix}.png")))
     settings.reject()
     library = LibraryDialog(window, str(db))
     library.show()
     QTest.qWait(200)
-    library.grab().save(str(out.with_name("library.png")))
+    library.grab().save(str(out.with_name(f"library{suffix}.png")))
     library.accept()
-    window.grab().save(str(out.with_name("editor-accepted.png")))
-    print("saved settings.png, library.png, editor-accepted.png")
+    window.grab().save(str(out.with_name(f"editor-accepted{suffix}.png")))
+    print(f"saved settings{suffix}.png, library{suffix}.png, editor-accepted{suffix}.png")
     window.shutdown()
     window.close()
 
 
 if __name__ == "__main__":
-    main()
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--theme", choices=["light", "dark"], default="light")
+    main(theme=parser.parse_args().theme)
