@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QEvent, QRect, Qt, Signal
-from PySide6.QtGui import QFontMetricsF, QKeyEvent, QPainter, QPalette, QTextCharFormat, QTextCursor, QTextFormat
+from PySide6.QtGui import QAction, QFontMetricsF, QKeyEvent, QPainter, QPalette, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QPlainTextEdit, QToolTip
 
 from .theme import colours
@@ -69,6 +69,7 @@ class GhostTextEdit(QPlainTextEdit):
         self.anchor = -1               # cursor position the ghost text belongs to
         self.marks_visible = True
         self.colours = colours(self.palette())   # follows the theme: see changeEvent
+        self.spelling = None                     # a SpellHighlighter once check_spelling() is called
         self._internal = False
         self._hit_rects: list[tuple[QRect, GhostPiece]] = []
         self.setMouseTracking(True)
@@ -305,6 +306,54 @@ class GhostTextEdit(QPlainTextEdit):
             self.clear_ghost()
             self.interrupted.emit()
         super().mousePressEvent(event)
+
+    # ------------------------------------------------------------ spelling
+
+    def check_spelling(self, speller, enabled: bool = True) -> None:
+        """Underline misspelled words of the document (never the ghost text, which is not in it)."""
+        from .spelling import SpellHighlighter
+
+        self.spelling = SpellHighlighter(self.document(), speller)
+        self.spelling.set_enabled(enabled)
+
+    def spelling_actions(self, cursor: QTextCursor) -> list[QAction]:
+        """Corrections for the misspelled word at *cursor*, and "Add to dictionary"; [] if it is fine."""
+        if self.spelling is None or not self.spelling.enabled:
+            return []
+        block = cursor.block()
+        span = self.spelling.misspelled_at(block.text(), cursor.position() - block.position())
+        if span is None:
+            return []
+        start, end = block.position() + span[0], block.position() + span[1]
+        word = block.text()[span[0]:span[1]]
+        actions = []
+        for suggestion in self.spelling.speller.suggestions(word):
+            action = QAction(suggestion, self)
+            action.triggered.connect(lambda _=False, s=suggestion: self._replace(start, end, s))
+            actions.append(action)
+        if not actions:
+            none = QAction("No suggestions", self)
+            none.setEnabled(False)
+            actions.append(none)
+        add = QAction(f"Add “{word}” to dictionary", self)
+        add.triggered.connect(lambda _=False: (self.spelling.speller.add(word), self.spelling.rehighlight()))
+        return actions + [add]
+
+    def _replace(self, start: int, end: int, text: str) -> None:
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(start)
+        cursor.setPosition(end, QTextCursor.KeepAnchor)
+        cursor.insertText(text)
+
+    def contextMenuEvent(self, event) -> None:
+        menu = self.createStandardContextMenu(event.pos())
+        actions = self.spelling_actions(self.cursorForPosition(event.pos()))
+        if actions:
+            first = menu.actions()[0] if menu.actions() else None
+            menu.insertActions(first, actions)
+            menu.insertSeparator(first)
+        menu.exec(event.globalPos())
+        menu.deleteLater()
 
     def changeEvent(self, event) -> None:
         """The desktop switched light/dark (or the palette changed): new colours, marks repainted."""

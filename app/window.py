@@ -17,6 +17,7 @@ from .drafts import DraftFile
 from .email_actions import EmailActions
 from .ghost import GhostPiece, GhostTextEdit
 from .help import show_help
+from .spelling import Speller, default_words_file
 from .settings import Settings, save_settings
 from .words import words_from_library
 from .worker import LOCKED_HINT, MODEL_ALONE, WorkerThread
@@ -147,7 +148,12 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.to_edit.textEdited.connect(lambda _: self.cancel_suggestion())
         self.to_edit.textChanged.connect(lambda _: self._changed())
         for editor in (self.body_edit, self.subject_edit):
-            editor.textChanged.connect(self._changed)
+            # contentsChange, not textChanged: the spelling underlines re-format the text (textChanged
+            # fires) without changing a character, and that is no edit of the email.
+            editor.document().contentsChange.connect(lambda _pos, removed, added: (removed or added) and self._changed())
+        self.speller = Speller(default_words_file())
+        for editor in (self.body_edit, self.subject_edit):
+            editor.check_spelling(self.speller, self.settings.spell_check)
         status = self.statusBar()
         self.model_label = QLabel("Loading model…")
         self.stats_label = QLabel("")
@@ -191,6 +197,8 @@ class ComposeWindow(QMainWindow, EmailActions):
         view_menu = self.menuBar().addMenu("&View")
         self.marks_action = self._action(view_menu, "&Mark text from chunks", self._toggle_marks, checkable=True)
         self.marks_action.setChecked(self.settings.show_chunk_marks)
+        self.spelling_action = self._action(view_menu, "Check &spelling", self._toggle_spelling, checkable=True)
+        self.spelling_action.setChecked(self.settings.spell_check)
         tools = self.menuBar().addMenu("&Tools")
         self._action(tools, "Your &library…", self.open_library, QKeySequence("Ctrl+L"))
         self.learn_action = self._action(tools, "Learn from &my writing…", self.learn_from_writing)
@@ -488,6 +496,12 @@ class ComposeWindow(QMainWindow, EmailActions):
         if editor is not None and not editor.pieces:
             self.current_editor = editor
             self._schedule()             # the whole suggestion taken: the next one follows
+
+    def _toggle_spelling(self, checked: bool) -> None:
+        self.settings.spell_check = checked
+        for editor in (self.body_edit, self.subject_edit):
+            editor.spelling.set_enabled(checked)
+        self._save_settings()
 
     def _toggle_marks(self, checked: bool) -> None:
         self.settings.show_chunk_marks = checked

@@ -39,6 +39,7 @@ class Settings:
     learn_while_writing: bool = True   # a library value typed by hand teaches its lead-in; Esc counts against
     learn_from_sent: bool = False      # opt-in: an email opened in the mail client is learned from
     recent_files: list[str] = field(default_factory=list)   # emails opened or saved, newest first
+    spell_check: bool = True        # red underlines in Subject and body (View → Check spelling)
     from_address: str = ""          # From: of a saved .eml (a mail client opens it as the user's draft)
 
     LIMITS = {
@@ -55,7 +56,7 @@ class Settings:
                 notes.append(f"{name} = {value!r} is out of range; using {getattr(default, name)!r}.")
                 setattr(clean, name, getattr(default, name))
         for name in ("chunks_enabled", "show_chunk_marks", "anchor_reduction", "knn_enabled",
-                     "learn_while_writing", "learn_from_sent"):
+                     "learn_while_writing", "learn_from_sent", "spell_check"):
             if not isinstance(getattr(clean, name), bool):
                 notes.append(f"{name} must be true or false; using {getattr(default, name)!r}.")
                 setattr(clean, name, getattr(default, name))

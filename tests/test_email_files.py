@@ -236,3 +236,43 @@ def test_ghost_and_library_colours_follow_a_dark_theme(qtbot, window, monkeypatc
     finally:
         app.setPalette(palette)
         app.setStyle(style)
+
+
+def test_spelling_is_underlined_corrected_and_learned(qtbot, window):
+    """Issue 14.13. Bugs caught: no underline under a misspelling, British spellings flagged,
+    a correction that does not replace the word, an added word flagged again (or kept in a
+    file others can read), the View toggle not removing the underlines."""
+    from PySide6.QtGui import QTextCharFormat, QTextCursor
+
+    from app.spelling import default_words_file
+
+    w = window()
+    body = w.body_edit
+    body.setFocus()
+    qtbot.keyClicks(body, "I will recieve the colour chart from Lindqvist at ana@exmaple.org")
+
+    def underlined(word):
+        block = body.document().firstBlock()
+        start = block.text().index(word)
+        return any(f.start <= start < f.start + f.length and f.format.underlineStyle() == QTextCharFormat.SpellCheckUnderline
+                   for f in block.layout().formats())
+
+    def at(word):
+        cursor = QTextCursor(body.document())
+        cursor.setPosition(body.toPlainText().index(word) + 2)
+        return cursor
+
+    assert underlined("recieve") and underlined("Lindqvist")
+    assert not underlined("colour") and not underlined("chart") and not underlined("exmaple")   # an address is not prose
+    assert body.spelling_actions(at("chart")) == []
+    next(a for a in body.spelling_actions(at("recieve")) if a.text() == "receive").trigger()
+    assert body.toPlainText().startswith("I will receive the colour chart")
+    next(a for a in body.spelling_actions(at("Lindqvist")) if "dictionary" in a.text()).trigger()
+    assert not underlined("Lindqvist")
+    words = default_words_file()
+    assert "lindqvist" in words.read_text().split() and (words.stat().st_mode & 0o777) == 0o600
+    qtbot.keyClicks(w.subject_edit, "Shiping dates")
+    assert any(f.format.underlineStyle() == QTextCharFormat.SpellCheckUnderline
+               for f in w.subject_edit.document().firstBlock().layout().formats())
+    action(w, "View", "Check spelling").trigger()
+    assert not w.settings.spell_check and not w.subject_edit.document().firstBlock().layout().formats()
