@@ -56,7 +56,10 @@ REPEATABLE_KINDS = frozenset({"self", "teacher"})
 REPEAT_WINDOW = 200      # characters in which even a mined phrase is not offered again
 TYPED = 0.5              # a chunk whose contexts the slot classifier reads as one field type this surely is "typed"
 TYPE_FLOOR = 0.1         # type agreement at threshold 0 (dev split, bench/personal.py)
-TYPE_SPAN = 0.6          # ... rising to TYPE_FLOOR + TYPE_SPAN at threshold 1
+# ... rising to 1 (nothing, short of certainty) at threshold 1, on a curve through 0.28 at the default
+# 0.3 (the cut chosen on dev).  A straight line to 0.7 let a confident classifier insert at 1.0,
+# the slider's "never" end.
+TYPE_POWER = 1.337       # (1 - TYPE_FLOOR) * 0.3 ** TYPE_POWER = 0.18
 AVOID_WORDS = 6          # the last words before a place compared with where the user dismissed a chunk
 AVOID_OVERLAP = 0.5      # ... and the share of them in common (Jaccard) that counts as the same place
 
@@ -100,6 +103,21 @@ class Proposal:
     score: float        # similarity on the calibrated 0..1 scale
     q: float            # acceptance probability (appendix D.4)
     learned: bool = False   # the user typed this value after these very words (learned_proposal)
+
+
+def type_cutoff(threshold: float) -> float:
+    """The classifier's agreement a typed chunk needs at *threshold* (0..1 -> TYPE_FLOOR..1).
+
+    >>> round(type_cutoff(0.3), 2), type_cutoff(1.0)
+    (0.28, 1.0)
+    """
+    return TYPE_FLOOR + (1.0 - TYPE_FLOOR) * min(max(threshold, 0.0), 1.0) ** TYPE_POWER
+
+
+def threshold_reaching(agreement: float) -> float:
+    """The highest threshold at which *agreement* still passes: the inverse of :func:`type_cutoff`."""
+    x = (agreement - TYPE_FLOOR) / (1.0 - TYPE_FLOOR)
+    return x ** (1.0 / TYPE_POWER) if x > 0 else x
 
 
 @dataclass
@@ -323,9 +341,7 @@ class ChunkMatcher:
 
     @property
     def type_cutoff(self) -> float:
-        return TYPE_FLOOR + TYPE_SPAN * self.threshold
-
-    type_floor, type_span = TYPE_FLOOR, TYPE_SPAN      # type_cutoff's scale, for whoever inverts it
+        return type_cutoff(self.threshold)
 
     def chunk_info(self, chunk_id: int) -> dict:
         """kind, label, text and words of a chunk matching knows."""

@@ -33,6 +33,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .errors import ChunkwiseError
+from .matching import threshold_reaching
 
 GRID = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 0.9)
 WRONG_COST = 2.0
@@ -171,7 +172,7 @@ def insertion_places(engine, text: str, limit: int = 3000) -> list[Place]:
         hidden, local = out.hidden[i], out.hidden[max(0, i - 2):i + 1].mean(axis=0)
         best = None
         for chunk_id, agreement in matcher.type_agreement(hidden, local, so_far).items():
-            reach = (agreement - matcher.type_floor) / matcher.type_span
+            reach = threshold_reaching(agreement)
             if best is None or reach > best[1]:
                 best = (chunk_id, reach)
         for cand in matcher.candidates(hidden, local, so_far, last_token=tokens[i],
