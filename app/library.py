@@ -152,6 +152,13 @@ class LibraryDialog(QDialog):
         layout.addWidget(self.banner)
         layout.addLayout(top)
         layout.addWidget(self.table, 1)
+        self.empty_hint = QLabel("Your library is empty. Press Add… to store your phone number, email or "
+                                 "address with a few words that lead into it (\"You can reach me on\"), or "
+                                 "Import… a file of entries. In an email, Edit → Add selection as snippet "
+                                 "stores the selected text.")
+        self.empty_hint.setWordWrap(True)
+        self.empty_hint.setVisible(False)
+        layout.insertWidget(layout.indexOf(self.table), self.empty_hint)
         layout.addWidget(self.protection)
         layout.addLayout(buttons)
         self.kind_filter.currentIndexChanged.connect(lambda _: self.reload())
@@ -201,6 +208,9 @@ class LibraryDialog(QDialog):
             QMessageBox.warning(self, "Library", str(exc))
             return
         self.table.setRowCount(len(self.chunks))
+        # the hint for a first start: nothing stored at all (not: nothing matches the search)
+        self.empty_hint.setVisible(not self.chunks and not self.search.text().strip()
+                                   and self.kind_filter.currentData() is None)
         for row, c in enumerate(self.chunks):
             shown = c.text if (c.kind != "pii" or self.reveal.isChecked()) else MASK
             cells = [kind_name(c.kind), c.label or "", shown.replace("\n", " ⏎ "),
