@@ -167,8 +167,7 @@ class EmailActions:
         if not path and self.file_path and not ask:
             path = self.file_path
         if not path:
-            start = str(Path(self.file_path).parent / Path(self.file_path).name) if self.file_path else \
-                str(Path(documents_folder()) / suggested_file_name(self.draft()))
+            start = self.file_path or str(Path(documents_folder()) / suggested_file_name(self.draft()))
             path, _ = QFileDialog.getSaveFileName(self, "Save email", start, "Email (*.eml)")
         if not path:
             return None

@@ -2,31 +2,22 @@
 # Drive the real editor under Xvfb with a locked library: decline the passphrase at start, get
 # suggestions from the model alone, then unlock from the Tools menu without a restart.
 set -x
-export DISPLAY=:98
-Xvfb :98 -screen 0 1200x800x24 >/dev/null 2>&1 &
-XPID=$!
-sleep 2
-T=$(mktemp -d)
-export CHUNKWISE_DB=$T/chunks.db CHUNKWISE_CONFIG=$T/settings.json XDG_DATA_HOME=$T/data
+source "$(dirname "$0")/xvfb_common.sh"
+xvfb_start 98
 export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring      # a session with no keychain
-cd "$(dirname "$0")/.."
 CHUNKWISE_PASSPHRASE=xvfb-session-only .venv/bin/python - <<'PY'
 import os
 from core import ChunkStore
 with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
     s.add_chunk("+44 20 7946 0321", "pii", ["My phone number is", "You can call me on"], label="phone")
 PY
-.venv/bin/python main.py > $T/app.log 2>&1 &
-APP=$!
-sleep 6
+app_start 6
 import -window root docs/img/locked-ask-xvfb.png
 xdotool key Escape            # decline the passphrase
 sleep 2
 xdotool key Return            # the note: the library stays locked
 sleep 25
-WID=$(xdotool search --name "Chunkwise" | head -1)
-xdotool windowactivate --sync $WID; xdotool windowfocus $WID
-xdotool mousemove 500 400 click 1
+window_focus
 xdotool type --delay 60 "Hi Oskar,"
 xdotool key Return Return
 xdotool type --delay 60 "Thanks for the update. If anything comes up, you can call me on"
@@ -50,5 +41,4 @@ xdotool key BackSpace
 xdotool type --delay 60 "n"
 sleep 5
 import -window root docs/img/unlocked-xvfb.png
-kill $APP; sleep 1; kill $XPID
-tail -5 $T/app.log
+xvfb_stop

@@ -1,0 +1,30 @@
+# Shared by tools/xvfb_*.sh: a private X display, a private data folder, the editor started in it.
+#   source "$(dirname "$0")/xvfb_common.sh"; xvfb_start 99; ... app_start; window_focus; ...; xvfb_stop
+# Each script seeds its own library (or none) between xvfb_start and app_start.
+
+xvfb_start() {          # $1: display number. Sets DISPLAY, XPID, T (the data folder) and the env the app reads.
+    export DISPLAY=:$1
+    Xvfb :$1 -screen 0 1200x800x24 >/dev/null 2>&1 &
+    XPID=$!
+    sleep 2
+    T=$(mktemp -d)
+    export CHUNKWISE_DB=$T/chunks.db CHUNKWISE_CONFIG=$T/settings.json XDG_DATA_HOME=$T/data
+    cd "$(dirname "${BASH_SOURCE[0]}")/.."
+}
+
+app_start() {           # $1: seconds to wait for the window (model loading). Sets APP.
+    .venv/bin/python main.py > $T/app.log 2>&1 &
+    APP=$!
+    sleep "${1:-25}"
+}
+
+window_focus() {        # the editor's window, focused, the body clicked. Sets WID.
+    WID=$(xdotool search --name "Chunkwise" | head -1)
+    xdotool windowactivate --sync $WID; xdotool windowfocus $WID
+    xdotool mousemove 500 400 click 1
+}
+
+xvfb_stop() {
+    kill $APP; sleep 1; kill $XPID
+    tail -5 $T/app.log
+}
