@@ -179,6 +179,8 @@ ABLATIONS = {
     "shipped": {},
     "no slot classifier (retrieval path only)": {"classifier": False},
     "no writer probe": {"OWNER_MIN": -99.0},
+    "no person cue (the probe alone)": {"person_cue": lambda text: None},
+    "neither (anyone's detail is the user's)": {"OWNER_MIN": -99.0, "person_cue": lambda text: None},
     "no lead-in limit": {"LEAD_IN_WORDS": 99},
 }
 
@@ -187,8 +189,10 @@ def ablate(split: str = "dev") -> str:
     """The dev split with each gate of core/decoding.py and the slot classifier switched off in turn."""
     import core.decoding as decoding
     import core.engine as engine_module
+    import core.whose as whose
 
-    saved = {k: getattr(decoding, k) for k in ("OWNER_MIN", "LEAD_IN_WORDS")}
+    module = {"OWNER_MIN": whose, "LEAD_IN_WORDS": decoding, "person_cue": whose}
+    saved = {k: getattr(m, k) for k, m in module.items()}
     real = engine_module.Engine._slot_classifier
     rows = []
     for name, change in ABLATIONS.items():
@@ -196,13 +200,13 @@ def ablate(split: str = "dev") -> str:
             if key == "classifier":
                 engine_module.Engine._slot_classifier = lambda self, stats, progress: None
             else:
-                setattr(decoding, key, value)
+                setattr(module[key], key, value)
         try:
             s, _ = evaluate(split, learned=False)
         finally:
             engine_module.Engine._slot_classifier = real
             for key, value in saved.items():
-                setattr(decoding, key, value)
+                setattr(module[key], key, value)
         rows.append([name, f"{s['right']}/{s['positives']}", f"{s['wrong_field']}", f"{s['third_party_inserted']}/{s['third_party']}",
                      f"{s['neutral_inserted']}/{s['neutral']}", str(s["invented"])])
         print(rows[-1], flush=True)

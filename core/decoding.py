@@ -31,7 +31,7 @@ from .llama_runtime import LlamaRuntime
 from .knn import KnnLM
 from .matching import REPEATABLE_KINDS, ChunkMatcher, Proposal
 from .sampling import Sampler, StopMatcher, Utf8Stream
-from .slots import OWNER_MIN, writer_evidence
+from . import whose
 from .text import at_sentence_start, is_sentence, opens_paragraph
 
 LEAD_IN_WORDS = 0         # words the model may write before one of the user's values: none. After words the model
@@ -269,12 +269,16 @@ class Decoder:
         return proposal.learned or self.writer_owns_slot()
 
     def writer_owns_slot(self) -> bool:
-        """The user's own detail, not a colleague's or the hotel's: the model's what-if continuation decides.
+        """The user's own detail, not a colleague's or the hotel's (core/whose.py).
 
-        One peek of three tokens (the cache is left as it was), only at steps
-        where one of the user's own chunks was about to be proposed.
+        Words that name someone else ("her mobile's", "Sam's portfolio")
+        decide; otherwise the model's what-if continuation does: one peek of
+        three tokens (the cache is left as it was), only at steps where one of
+        the user's own chunks was about to be proposed.
         """
-        return writer_evidence(self.rt) > OWNER_MIN
+        if whose.person_cue(self._text) == whose.OTHERS:
+            return False
+        return whose.writer_evidence(self.rt) > whose.OWNER_MIN
 
     def accept(self, proposal: Proposal) -> bool:
         if self.s.sample_acceptance:

@@ -50,10 +50,6 @@ L2 = 1e-4                # weight decay of the logistic regression
 EPOCHS = 800
 BOW_DIM = 4096           # hashed words of the sentence being written
 BOW_WEIGHT = 2.0         # words against the model's state (chosen on the dev split of bench/personal.py)
-# Whose detail comes next: the model's own continuation of "<text> (that is my|his|her|their|your".
-OWNER_PROBE = " (that is"
-WRITER, OTHERS = " my", (" his", " her", " their", " your")
-OWNER_MIN = -0.5         # log-odds below which a detail is someone else's (dev split, bench/personal.py: -0.5 / -0.75 -> right 46 / 48, third party 4 / 7 of 38)
 
 
 def source_id() -> str:
@@ -184,20 +180,6 @@ def save_shipped(identity: str, source: str, clf: SlotClassifier) -> Path:
 def features(stats: ModelStats, hidden: np.ndarray, local: np.ndarray, texts: Sequence[str]) -> np.ndarray:
     """Whitened state and local vector, and the words: (n, d), (n, d), n texts -> (n, 2d + BOW_DIM)."""
     return np.hstack([stats.transform(hidden), stats.transform(local), BOW_WEIGHT * bag_of_words(texts)])
-
-
-def writer_evidence(rt: LlamaRuntime) -> float:
-    """Log-odds that the detail after the cached text is the writer's own rather than someone else's.
-
-    The model continues "<text> (that is" with " my" or with " his / her /
-    their / your": a sentence about a colleague's number or the landlord's
-    leans to the others (OWNER_MIN chosen on the dev split; bench/personal.py
-    --ablate measures the probe switched off).
-    """
-    lp = rt.peek(rt.tokenize(OWNER_PROBE, add_special=False))
-    mine = lp[rt.tokenize(WRITER, add_special=False)[0]]
-    others = [lp[rt.tokenize(w, add_special=False)[0]] for w in OTHERS]
-    return float(mine - np.logaddexp.reduce(others))
 
 
 def text_features(rt: LlamaRuntime, stats: ModelStats, texts: Sequence[str],

@@ -1,7 +1,7 @@
 """Words and sentences of a draft, defined once for matching and the slot classifier.
 
->>> words("Emails: see my GitHub"), current_sentence("Thanks. Call me at")
-(['email', 'see', 'my', 'github'], 'Call me at')
+>>> words("Emails: see my GitHub"), current_sentence("Thanks. Call me at"), current_sentence("Thanks. Ask Dr. Wolff on")
+(['email', 'see', 'my', 'github'], 'Call me at', 'Ask Dr. Wolff on')
 """
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import re
 
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?\n]\s")
+# A full stop after these ends no sentence ("my colleague Dr. Wolff on" is one sentence).
+_ABBREVIATIONS = {"dr", "mr", "mrs", "ms", "prof", "st", "no", "nr", "e.g", "i.e", "etc", "approx", "dept", "jr", "sr"}
 
 
 def words(text: str) -> list[str]:
@@ -22,8 +24,16 @@ def words(text: str) -> list[str]:
 def current_sentence(text: str, limit: int = 300) -> str:
     """The sentence being written: the text after the last sentence end (within *limit* characters)."""
     tail = text[-limit:]
-    ends = list(_SENTENCE_END.finditer(tail))
+    ends = [m for m in _SENTENCE_END.finditer(tail)
+            if not (m.group()[0] == "." and _word_before(tail, m.start()) in _ABBREVIATIONS)]
     return tail[ends[-1].end():] if ends else tail
+
+
+def _word_before(text: str, end: int) -> str:
+    start = end
+    while start > 0 and (text[start - 1].isalpha() or text[start - 1] == "."):
+        start -= 1
+    return text[start:end].lower()
 
 
 def is_sentence(text: str) -> bool:

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from core import whose
 from core import ChunkStore, Engine, GenerationRequest
 from core import slots
 from core.encoding import ModelStats
@@ -46,10 +47,9 @@ def test_chunks_are_typed_by_their_own_contexts(profile_engine):
     ("phone", "Hi Tom,\n\nIf the line drops during the interview, please ring me directly at"),
     ("email", "Hi Tom,\n\nPlease send the signed contract to my inbox:"),
     ("address", "Hi Tom,\n\nThe parcel should be delivered to my office at"),
-    # Lost when values moved to the cursor only (LEAD_IN_WORDS 0): the writer probe does not count
-    # "our" as the writer's (docs/benchmarks.md). Strict: when it passes again, this says so.
-    pytest.param("address", "Hi Tom,\n\nThe parcel should be delivered to our office at",
-                 marks=pytest.mark.xfail(strict=True, reason="the writer probe reads 'our' as not the writer's")),
+    # Lost at LEAD_IN_WORDS 0 while the writer probe alone decided (it does not count "our" as the
+    # writer's); back since words that name nobody else leave the probe a lenient bar (core/whose.py).
+    ("address", "Hi Tom,\n\nThe parcel should be delivered to our office at"),
 ])
 def test_an_unstored_phrasing_gets_that_chunk(profile_engine, field, prompt):
     engine, ids = profile_engine
@@ -70,15 +70,39 @@ def test_someone_elses_detail_is_not_the_users(profile_engine, prompt):
 
 def test_the_writer_probe_decides_whether_a_value_goes_in(profile_engine, monkeypatch):
     """Where the model says the detail is someone else's, the user's value stays out; otherwise it goes in."""
-    import core.decoding as decoding
-
     engine, ids = profile_engine
     prompt = "Hi Tom,\n\nIf the line drops during the interview, please ring me directly at"
-    monkeypatch.setattr(decoding, "writer_evidence", lambda rt: -10.0)
+    monkeypatch.setattr(whose, "writer_evidence", lambda rt: -10.0)
     assert engine.generate(GenerationRequest(prompt, max_tokens=12), record_use=False).spans == []
-    monkeypatch.setattr(decoding, "writer_evidence", lambda rt: 10.0)
+    monkeypatch.setattr(whose, "writer_evidence", lambda rt: 10.0)
     out = engine.generate(GenerationRequest(prompt, max_tokens=12), record_use=False)
     assert [s.chunk_id for s in out.spans][:1] == [ids["phone"]]
+
+
+def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_says(profile_engine, monkeypatch):
+    """The lexical cue outranks the probe: "Sam's portfolio" is Sam's even where the model leans to "my"."""
+    engine, ids = profile_engine
+    monkeypatch.setattr(whose, "writer_evidence", lambda rt: 10.0)
+    for prompt in ("Hi,\n\nCheck out Sam's portfolio, it's at", "Hi,\n\nPriya can sort you out, her mobile's",
+                   "Hi,\n\nCC my boss:"):
+        out = engine.generate(GenerationRequest(prompt, max_tokens=12), record_use=False)
+        assert not [s for s in out.spans if s.chunk_id in ids.values()], (prompt, out.text)
+
+
+@pytest.mark.parametrize("text, cue", [
+    ("Hi,\n\nIf the driver can't find the place, get him to give me a buzz on", whose.WRITER),  # "me" is nearer
+    ("Ring the landlord about the boiler, his number's", whose.OTHERS),
+    ("I have copied my co-author, whose e-mail address is", whose.OTHERS),
+    ("Please contact my colleague Dr. Petra Wolff on", whose.OTHERS),       # "my" + a relation is not the writer
+    ("For billing questions, call our billing team at", whose.OTHERS),
+    ("Transfer the fee to the organisers\u2019 account, IBAN", whose.OTHERS),  # curly apostrophe, plural possessive
+    ("Our company's tax number is", whose.WRITER),                           # the writer's own group
+    ("Thanks for the call. Check out Sam's portfolio, it's at", whose.OTHERS),
+    ("Sam's portfolio is great. Mine is at", whose.WRITER),                 # only the sentence being written counts
+    ("Billing address:", None), ("Invoices go to", None), ("My name's", whose.WRITER),
+])
+def test_person_cue_names_whose_detail_comes_next(text, cue):
+    assert whose.person_cue(text) == cue
 
 
 def test_writer_evidence_tells_mine_from_hers(runtime):
@@ -86,7 +110,7 @@ def test_writer_evidence_tells_mine_from_hers(runtime):
         runtime.reset()
         runtime.sync(runtime.tokenize(text), last=1, hidden=False)
         before = list(runtime.tokens)
-        value = slots.writer_evidence(runtime)
+        value = whose.writer_evidence(runtime)
         assert runtime.tokens == before        # a peek leaves the cache as it was
         return value
 
