@@ -4,15 +4,17 @@ from __future__ import annotations
 import itertools
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QFileDialog, QFormLayout, QLabel, QLineEdit, QMainWindow, QMessageBox,
                                QProgressBar, QPushButton, QVBoxLayout, QWidget)
 
 from core import GenerationRequest
 
+from .alternatives import Alternatives, trim_start
 from .drafts import DraftFile
 from .email_actions import EmailActions
 from .ghost import GhostPiece, GhostTextEdit
@@ -100,6 +102,8 @@ class ComposeWindow(QMainWindow, EmailActions):
         self._at_line_start = False     # the cursor starts an empty line: the suggestion's leading newlines go
         self._tab_waiting = False       # Tab pressed before the suggestion arrived: take it when it has
         self._in_flight = -1            # the request sent and not finished yet
+        self._last_request: GenerationRequest | None = None
+        self.alternatives = Alternatives()   # Alt+] / Alt+[ (app/alternatives.py)
         self.model_ready = False
         self.locked_message = ""       # why the library could not open, while it is locked
         self.last_stats: dict = {}
@@ -155,6 +159,9 @@ class ComposeWindow(QMainWindow, EmailActions):
         for editor in (self.body_edit, self.subject_edit):
             editor.check_spelling(self.speller, self.settings.spell_check)
         status = self.statusBar()
+        self.alt_label = QLabel("")
+        self.alt_label.setToolTip("Other suggestions here: Alt+] next, Alt+[ previous")
+        status.addPermanentWidget(self.alt_label)
         self.model_label = QLabel("Loading model…")
         self.stats_label = QLabel("")
         self.progress = QProgressBar()
@@ -193,6 +200,9 @@ class ComposeWindow(QMainWindow, EmailActions):
                 edit_menu.addSeparator()
             else:
                 self._action(edit_menu, text, lambda n=name: self._edit_command(n), keys)
+        self._action(edit_menu, "Ne&xt suggestion", lambda: self.cycle_suggestion(1), QKeySequence("Alt+]"))
+        self._action(edit_menu, "Pre&vious suggestion", lambda: self.cycle_suggestion(-1), QKeySequence("Alt+["))
+        edit_menu.addSeparator()
         self._action(edit_menu, "Add selection as &snippet…", self.add_selection_as_snippet)
         view_menu = self.menuBar().addMenu("&View")
         self.marks_action = self._action(view_menu, "&Mark text from chunks", self._toggle_marks, checkable=True)
@@ -247,19 +257,23 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.request_observe.connect(w.observe)
         self.request_dismiss.connect(w.dismiss)
         self.request_forget.connect(w.forget_learned)
-        w.learned_here.connect(self._on_learned_here)
-        w.forgotten.connect(self._on_forgotten)
-        w.learned.connect(self._on_learned)
-        w.learn_failed.connect(lambda msg: QMessageBox.warning(self, "Chunkwise: nothing learned", msg))
-        w.piece.connect(self._on_piece)
-        w.finished.connect(self._on_finished)
-        w.failed.connect(self._on_failed)
-        w.loaded.connect(self._on_loaded)
-        w.load_failed.connect(self._on_load_failed)
-        w.progress.connect(self._on_progress)
-        w.store_ready.connect(self._on_store_ready)
-        w.store_failed.connect(lambda msg: self.statusBar().showMessage(f"Library: {msg}", 8000))
-        w.store_locked.connect(self._on_store_locked)
+        # Queued, always: the window's slots run on the GUI thread even where a test wraps one in a
+        # plain function (which Qt would otherwise call directly, on the worker's thread).
+        queued = Qt.QueuedConnection
+        for signal, slot in ((w.learned_here, self._on_learned_here), (w.forgotten, self._on_forgotten),
+                             (w.learned, self._on_learned), (w.learn_failed, self._on_learn_failed),
+                             (w.piece, self._on_piece), (w.finished, self._on_finished),
+                             (w.failed, self._on_failed), (w.loaded, self._on_loaded),
+                             (w.load_failed, self._on_load_failed), (w.progress, self._on_progress),
+                             (w.store_ready, self._on_store_ready), (w.store_failed, self._on_store_failed),
+                             (w.store_locked, self._on_store_locked)):
+            signal.connect(slot, queued)
+
+    def _on_learn_failed(self, message: str) -> None:
+        QMessageBox.warning(self, "Chunkwise: nothing learned", message)
+
+    def _on_store_failed(self, message: str) -> None:
+        self.statusBar().showMessage(f"Library: {message}", 8000)
 
     @property
     def worker(self):
@@ -356,6 +370,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         if editor.pieces and editor.anchor != editor.textCursor().position():
             editor.clear_ghost()
             self.cancel_suggestion()
+        self._show_alternatives()
 
     def _schedule(self) -> None:
         self.debounce.start(self.settings.debounce_ms)
@@ -367,6 +382,8 @@ class ComposeWindow(QMainWindow, EmailActions):
         if self.worker:
             self.worker.latest = self.current_id
         self.debounce.stop()
+        self.alternatives.clear()
+        self._show_alternatives()
 
     def suggest_now(self) -> None:
         editor = self.current_editor or self.body_edit
@@ -385,6 +402,8 @@ class ComposeWindow(QMainWindow, EmailActions):
                 self.request_observe.emit(before, editor.not_typed_ranges())
         self.current_id = next(self._ids)
         self.worker.latest = self.current_id
+        self.alternatives.clear()
+        self._show_alternatives()
         self._lifted_space = lifted
         self._at_line_start = before.endswith("\n")
         self.current_editor = editor
@@ -394,24 +413,32 @@ class ComposeWindow(QMainWindow, EmailActions):
                                     stop=stop, use_chunks=s.chunks_enabled, anchor_reduction=s.anchor_reduction,
                                     knn=s.knn_enabled)
         self._in_flight = self.current_id
+        self._last_request = request
         self.request_generation.emit(self.current_id, request)
 
     def _on_piece(self, request_id: int, text: str, meta: dict) -> None:
         editor = self.current_editor
-        if request_id != self.current_id or editor is None:
+        alternative = request_id == self.alternatives.request_id
+        if (request_id != self.current_id and not alternative) or editor is None:
             return                       # stale: a newer request or a cancel came since
-        if self._lifted_space and not editor.pieces:
-            if not text.startswith(" "):
-                self._lifted_space = False
-            text = text[1:] if text.startswith(" ") else text
-        if self._at_line_start and not editor.pieces:
-            text = text.lstrip("\n")     # the cursor already starts a line: no empty line above the suggestion
+        shown = self.alternatives.pending if alternative else editor.pieces
+        if not shown:
+            text = trim_start(text, self._lifted_space, self._at_line_start)
             if not text:
                 return
-        editor.add_ghost(GhostPiece(text, meta.get("source", "model"), meta.get("chunk_id"), meta.get("label"),
-                                    meta.get("kind"), meta.get("similarity")))
+        piece = GhostPiece(text, meta.get("source", "model"), meta.get("chunk_id"), meta.get("label"),
+                           meta.get("kind"), meta.get("similarity"))
+        if alternative:
+            self.alternatives.pending.append(piece)        # kept for Alt+], not painted
+        else:
+            editor.add_ghost(piece)
 
     def _on_finished(self, request_id: int, stats: dict) -> None:
+        if request_id == self.alternatives.request_id:
+            self.alternatives.add(self.alternatives.pending)
+            self._show_alternatives()
+            self._next_alternative()
+            return
         if request_id != self.current_id:
             return
         self._in_flight = -1
@@ -428,8 +455,45 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.stats_label.setToolTip(
             f"Last suggestion: {stats['tokens']} tokens at {stats['tokens'] / secs:.0f} tokens/s, "
             f"{stats['chunks']} library insertion(s), {stats['passes_saved']} model steps saved")
+        if editor is not None and editor.has_ghost():
+            self.alternatives.start((editor, editor.anchor), editor.pieces)
+            self._next_alternative()
+
+    # ------------------------------------------------------------ alternatives (Alt+] / Alt+[)
+
+    def _next_alternative(self) -> None:
+        """Work out the next alternative on the suggestion lane, if more are wanted (one at a time)."""
+        alts = self.alternatives
+        if not alts.wants_more() or self._last_request is None or self.worker is None:
+            alts.request_id = -1
+            return
+        alts.request_id, alts.pending = next(self._ids), []
+        rank, alts.next_rank = alts.next_rank, alts.next_rank + 1
+        self.worker.latest = alts.request_id              # typing makes a newer request: this one stops
+        self.request_generation.emit(alts.request_id, replace(self._last_request, first_rank=rank))
+
+    def cycle_suggestion(self, step: int) -> None:
+        """Alt+] / Alt+[: show the next or previous suggestion for this place."""
+        editor, alts = self.current_editor, self.alternatives
+        if editor is None or not editor.has_ghost() or alts.place != (editor, editor.anchor) or alts.count < 2:
+            if editor is not None and editor.has_ghost():
+                self.statusBar().showMessage("No other suggestion here (yet).", 3000)
+            return
+        editor.start_ghost()
+        for piece in alts.step(step):
+            editor.add_ghost(piece)
+        self._show_alternatives()
+
+    def _show_alternatives(self) -> None:
+        """The "2/3" counter, while the suggestion it counts is on screen."""
+        editor, alts = self.current_editor, self.alternatives
+        current = editor is not None and editor.has_ghost() and alts.place == (editor, editor.anchor)
+        self.alt_label.setText(alts.label() if current else "")
 
     def _on_failed(self, request_id: int, message: str) -> None:
+        if request_id == self.alternatives.request_id:
+            self.alternatives.request_id = -1        # no more alternatives here; the suggestion stays
+            return
         if request_id == self.current_id:
             self._in_flight = -1
             self._tab_waiting = False
@@ -493,6 +557,8 @@ class ComposeWindow(QMainWindow, EmailActions):
     def _on_accepted(self, pieces: list, editor: GhostTextEdit | None = None) -> None:
         for chunk_id in {p.chunk_id for p in pieces if p.from_chunk}:
             self.request_use.emit(chunk_id)
+        self.alternatives.clear()                 # taken: what is left belongs to this suggestion alone
+        self._show_alternatives()
         if editor is not None and not editor.pieces:
             self.current_editor = editor
             self._schedule()             # the whole suggestion taken: the next one follows

@@ -102,6 +102,8 @@ class DecodeSettings:
     anchor_keep: int | None = None    # anchor KV reduction on, protecting this many leading tokens
     draft_cap: int | None = None      # longest draft; None: the build's exact batch size - 1 (lossless)
     guard_details: bool = True        # never show a phone number, email or address the model made up
+    first_rank: int | None = None     # an alternative: start with the model's n-th likeliest token (0 = its top
+                                      # choice), no library chunk before it; greedy (or sampled) after that
 
 
 @dataclass
@@ -220,8 +222,8 @@ class Decoder:
         return self._state(out.logits[-1])
 
     def propose(self, state: _State) -> Proposal | None:
-        if not self._chunks_on:
-            return None
+        if not self._chunks_on or (self.s.first_rank is not None and not self._text[self._prompt_chars:].strip()):
+            return None                   # an alternative: the model's own words first, then chunks may come
         # With drafting, weaker matches are worth scoring too: they become drafts.
         greedy = not self.s.sample_acceptance and self.drafter is None
         if self.knn is not None and not state.mixed:
@@ -303,7 +305,14 @@ class Decoder:
         if self._pending is not None:
             token, self._pending = self._pending, None
             return token
+        if self.ranked_start():
+            logits = state.logits if (self.knn is None or state.mixed) else self.knn.mix_logits(state.logits, state.hidden)
+            return int(np.argsort(-np.asarray(logits), kind="stable")[self.s.first_rank])   # (V,) -> one token
         return self.choose(state.logits, state.hidden, mixed=state.mixed)
+
+    def ranked_start(self) -> bool:
+        """The first step of an alternative suggestion (``first_rank``): the start is chosen by rank."""
+        return self.s.first_rank is not None and self.stats.tokens == 0
 
     def choose(self, logits: np.ndarray, hidden: np.ndarray | None, mixed: bool = False) -> int:
         """The next token from the model's logits (V,), mixed with the kNN distribution when on."""

@@ -70,6 +70,8 @@ class GenerationRequest:
     draft_cap: int | None = None  # longest draft; None: the longest this build checks bit-exactly
     knn: bool = False           # mix in the kNN-LM distribution of the user's mined writing (Engine.knn_settings)
     guard_details: bool = True  # stop before a phone number, email, web or street address the model invents
+    first_rank: int | None = None  # an alternative suggestion: start with the model's n-th likeliest token
+                                   # (0 = its own top choice, no library chunk first); the editor's Alt+]
 
 
 @dataclass(frozen=True)
@@ -314,6 +316,8 @@ class Engine:
         """Start a generation; iterate the result for :class:`Piece` events."""
         if request.max_tokens < 1:
             raise ChunkwiseError("max_tokens must be at least 1.")
+        if request.first_rank is not None and not 0 <= request.first_rank < self.runtime.n_vocab:
+            raise ChunkwiseError(f"first_rank must be between 0 and {self.runtime.n_vocab - 1}.")
         tokens, text = self.prompt_tokens(request)
         notices, dropped = [], 0
         room = self.runtime.n_ctx - request.max_tokens - 64  # slack for a chunk past max_tokens
@@ -335,7 +339,7 @@ class Engine:
                 len(tokens) if request.mode == "chat" else 1)
         settings = DecodeSettings(request.max_tokens, sampler, tuple(request.stop), request.use_chunks,
                                   request.sample_acceptance, request.draft, keep, draft_cap=request.draft_cap,
-                                  guard_details=request.guard_details)
+                                  guard_details=request.guard_details, first_rank=request.first_rank)
         matcher = None
         if request.use_chunks and self.store.count()[0] > 0:
             if not self._refreshed:

@@ -27,8 +27,8 @@ WRITER, OTHERS = "writer", "others"
 OWNER_PROBE = " (that is"
 PROBE_WRITER, PROBE_OTHERS = " my", (" his", " her", " their", " your")
 # Log-odds below which a detail the words name nobody for is someone else's.  Chosen on the dev
-# split of bench/personal.py by right - 2 x (wrong + someone else's): -0.5 / -1.0 / -1.5 / -2.0 / -2.5
-# -> 45 / 50 / 53 / 56 / 57 right, 1 / 1 / 1 / 1 / 2 of 38 third-party cases filled (person cue on).
+# split by right - 2 x errors (python bench/slot_reading.py --split dev; docs/benchmarks.md):
+# -0.5 / -1.0 / -1.5 / -2.0 / -2.5 -> 45 / 50 / 53 / 56 / 57 right, 0 / 1 / 1 / 1 / 2 of 38 someone else's.
 OWNER_MIN = -2.0
 
 _TOKEN_RE = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*'?", re.UNICODE)

@@ -476,7 +476,7 @@ def test_ctrl_right_takes_no_lone_space_and_a_blank_line_gets_no_extra_newline(q
     w.worker.latest = -1                                    # stopped, so only the ones sent below paint
     w.worker.piece.emit(request, "\n", {"source": "model"})
     w.worker.piece.emit(request, "I hope", {"source": "model"})
-    assert body.ghost_text == "I hope"
+    qtbot.waitUntil(lambda: body.ghost_text == "I hope", timeout=WAIT)     # queued to the GUI thread
     qtbot.keyClick(body, Qt.Key_Tab)
     assert body.toPlainText() == "Hi Tom,\n\nI hope"
 
@@ -625,3 +625,30 @@ def test_a_locked_library_leaves_the_model_running_and_unlocks_without_a_restart
         assert any(p.from_chunk and p.chunk_id == phone for p in editor.pieces)   # suggestions use the library again
     finally:
         w.shutdown()
+
+
+def test_alt_brackets_cycle_other_suggestions_and_tab_takes_the_one_shown(qtbot, make_window):
+    """Issue 14.12: Alt+] / Alt+[ show other continuations with a "2/3" counter; Tab takes the one on
+    screen; typing cancels them.  Catches alternatives that are never asked for, painted over the
+    suggestion while it is read, repeat it, or outlive the place they belong to."""
+    w = make_window()
+    before = "Hi Tom,\n\nThanks for sending the report. I will"
+    body = type_and_wait(qtbot, w, before)
+    best = body.ghost_text
+    qtbot.waitUntil(lambda: w.alternatives.count >= 2 and w.alternatives.request_id == -1, timeout=WAIT)
+    assert body.ghost_text == best                       # worked out in the background, not shown
+    count = w.alternatives.count
+    assert w.alt_label.text() == f"1/{count}"
+    qtbot.keyClick(body, Qt.Key_BracketRight, Qt.AltModifier)
+    second = body.ghost_text
+    assert second.strip() and second != best and w.alt_label.text() == f"2/{count}"
+    qtbot.keyClick(body, Qt.Key_BracketLeft, Qt.AltModifier)
+    assert body.ghost_text == best and w.alt_label.text() == f"1/{count}"
+    next_action = next(a for a in w.menuBar().actions()[1].menu().actions() if a.text() == "Ne&xt suggestion")
+    next_action.trigger()
+    assert body.ghost_text == second
+    qtbot.keyClick(body, Qt.Key_Tab)
+    assert body.toPlainText() == before + second and w.alt_label.text() == ""
+    # a new place: typing cancels what was worked out for the old one
+    qtbot.keyClicks(body, " And")
+    assert w.alternatives.count == 0 and w.alt_label.text() == ""

@@ -100,3 +100,39 @@ def test_a_growing_draft_costs_only_its_new_tokens(make_engine):
     first = engine.generate(GenerationRequest(draft, max_tokens=3))
     second = engine.generate(GenerationRequest(draft + " week. I", max_tokens=3))
     assert second.stats.prompt_reused >= first.stats.prompt_tokens - 1
+
+
+def test_alternatives_start_with_the_models_next_likeliest_tokens(make_engine):
+    """Alt+] in the editor: alternative n begins with the model's n-th likeliest first token, then
+    continues as usual.  Catches a rank that is ignored (every alternative the same text) or off by one."""
+    engine = make_engine()
+    prompt = "Dear Mr. Patel,\n\nThank you for your email about the"
+    rt = engine.runtime
+    first_logits = engine.runtime_states(rt.tokenize(prompt, add_special=True)).logits[-1]   # (V,)
+    ranked = [int(t) for t in (-first_logits).argsort(kind="stable")[:3]]
+    best = engine.generate(GenerationRequest(prompt, max_tokens=8))
+    texts = []
+    for rank in range(3):
+        alt = engine.generate(GenerationRequest(prompt, max_tokens=8, first_rank=rank))
+        assert alt.text.startswith(rt.piece(ranked[rank]).decode("utf-8", "replace"))
+        texts.append(alt.text)
+    assert texts[0] == best.text                 # rank 0 with an empty store is the model's own suggestion
+    assert len(set(texts)) == 3
+
+
+def test_an_alternative_is_the_models_own_text_where_the_best_suggestion_is_a_chunk(make_engine):
+    engine = make_engine()
+    phone = engine.store.add_chunk("+44 7700 900123", "pii", ["My phone number is", "Call me on"], label="phone")
+    engine.refresh()
+    prompt = "Hi Tom,\n\nIf the line drops, please ring me directly on"
+    best = engine.generate(GenerationRequest(prompt, max_tokens=12, stop=["\n\n"]), record_use=False)
+    assert [s.chunk_id for s in best.spans][:1] == [phone] and best.spans[0].start == 0
+    own = engine.generate(GenerationRequest(prompt, max_tokens=12, stop=["\n\n"], first_rank=0), record_use=False)
+    assert not own.spans or own.spans[0].start > 0
+    assert own.text != best.text
+
+
+def test_a_bad_alternative_rank_is_refused(make_engine):
+    engine = make_engine()
+    with pytest.raises(ChunkwiseError, match="first_rank"):
+        engine.stream(GenerationRequest("x", first_rank=-1))

@@ -1,0 +1,104 @@
+"""What the slot gate reads at each case of bench/personal.py, and the writer-probe bar swept offline.
+
+For every case of a split: the slot classifier's top classes at the cursor, the best typed
+chunk's agreement (the value the type cut compares), the writer probe's log-odds and the person
+cue (core/whose.py).  Then the gate is replayed for several probe bars without generating:
+a case counts as filled when agreement >= the type cut and the gate lets it through.  The replay
+ignores what generation adds (line breaks, the learned store), so bench/personal.py stays the
+measure; this shows why a case fails and how a bar trades right values for misplaced ones.
+
+    python bench/slot_reading.py --split dev            # tune on dev only
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from bench.common import table  # noqa: E402
+from bench.personal import DATA, body_prompt, build_store, load_cases  # noqa: E402
+from core import ChunkStore, Engine  # noqa: E402
+from core import whose  # noqa: E402
+from core.encoding import LOCAL_WINDOW  # noqa: E402
+from core.slots import features  # noqa: E402
+
+BARS = (-0.5, -1.0, -1.5, -2.0, -2.5)
+
+
+def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
+    profiles = json.loads((DATA / "profiles.json").read_text(encoding="utf-8"))
+    by_user = defaultdict(list)
+    for c in load_cases(split):
+        by_user[c["user"]].append(c)
+    rows, rt, cut = [], None, 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for user, items in sorted(by_user.items()):
+            path = Path(tmp) / f"{user}.db"
+            field_of = build_store(path, profiles[user])
+            engine = Engine(store=ChunkStore(path), n_threads=2, runtime=rt)
+            rt, m = engine.runtime, engine.matcher
+            engine.refresh()
+            cut = m.type_cutoff
+            for c in items:
+                text = body_prompt(c["text"])
+                rt.reset()
+                out = rt.sync(rt.tokenize(text, add_special=True), last=LOCAL_WINDOW, hidden=True, copy=True)
+                hidden, local = out.hidden[-1], out.hidden.mean(axis=0)               # (d,), (d,)
+                probs = m.slots.predict(features(m.stats, hidden[None], local[None], [text]))[0]
+                agreement = m.type_agreement(hidden, local, text)
+                best, score = max(agreement.items(), key=lambda kv: kv[1]) if agreement else (None, 0.0)
+                row = {"id": c["id"], "kind": c["kind"], "field": c.get("field"), "best": field_of.get(best),
+                       "agreement": score, "probe": whose.writer_evidence(rt), "cue": whose.person_cue(text),
+                       "top": [(m.slots.classes[i], round(float(probs[i]), 2)) for i in np.argsort(-probs)[:3]]}
+                rows.append(row)
+                if verbose:
+                    print(f"{row['id']} {row['kind'][:3]} {str(row['field']):22} top={row['top']} "
+                          f"best={row['best']}:{score:.2f} probe={row['probe']:.2f} cue={row['cue']} "
+                          f"| {c['text'][-50:]!r}", flush=True)
+            engine.store.close()
+    if rt is not None:
+        rt.close()
+    return rows, cut
+
+
+def replay(rows: list[dict], cut: float, bar: float, cue: bool = True) -> dict:
+    counts = {"right": 0, "wrong": 0, "third_party": 0, "neutral": 0}
+    for r in rows:
+        through = (not cue or r["cue"] != whose.OTHERS) and r["probe"] > bar
+        filled = r["agreement"] >= cut and through
+        if r["kind"] == "positive":
+            counts["right"] += filled and r["best"] == r["field"]
+            counts["wrong"] += filled and r["best"] != r["field"]
+        else:
+            counts[r["kind"]] += filled
+    return counts
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--split", choices=("dev", "test"), default="dev")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    rows, cut = read_cases(args.split, args.verbose)
+    n = {k: sum(r["kind"] == k for r in rows) for k in ("positive", "third_party", "neutral")}
+    out = []
+    for cue in (False, True):
+        for bar in BARS:
+            c = replay(rows, cut, bar, cue)
+            out.append(["on" if cue else "off", bar, f"{c['right']}/{n['positive']}", c["wrong"],
+                        f"{c['third_party']}/{n['third_party']}", f"{c['neutral']}/{n['neutral']}",
+                        c["right"] - 2 * (c["wrong"] + c["third_party"] + c["neutral"])])
+    print(f"\n### {args.split}: type cut {cut:.2f}\n")
+    print(table(["person cue", "probe bar", "right", "wrong field", "third party", "neutral",
+                 "right - 2 x errors"], out))
+
+
+if __name__ == "__main__":
+    main()
