@@ -128,6 +128,22 @@ class BatchProfile:
         return self.cost[b] + (self.cost[b] - self.cost[a]) / (b - a) * (n - b)
 
 
+def available_memory(meminfo: str = "/proc/meminfo") -> int | None:
+    """Bytes the system can hand out without swapping: MemAvailable (page cache counts as
+    available), not free pages; None where the system does not say."""
+    try:
+        with open(meminfo, encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 class LlamaRuntime:
     """Owner of one llama.cpp model + context; all calls from one thread at a time."""
 
@@ -197,16 +213,15 @@ class LlamaRuntime:
     def _check_memory(self, n_ctx: int) -> None:
         """Refuse a context whose cache cannot fit, before llama.cpp tries (and swaps, or dies)."""
         need = self.kv_bytes(n_ctx)
-        try:
-            free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):
+        free = available_memory()
+        if free is None:
             return
         if need > 0.8 * free:
             self._lib.llama_model_free(self.model)
             self.model = None
             raise ModelError(
                 f"A context of {n_ctx:,} tokens needs about {need / 2**30:.1f} GiB for {self.model_path.name}'s "
-                f"cache; {free / 2**30:.1f} GiB of memory is free. Choose a smaller context size."
+                f"cache; {free / 2**30:.1f} GiB of memory is available. Choose a smaller context size."
             )
 
     def batch_profile(self, max_n: int = 8) -> "BatchProfile":

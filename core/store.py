@@ -157,6 +157,21 @@ def validate_chunk(text: str, kind: str, label: str | None, contexts: Sequence[s
     return cleaned
 
 
+# SQLite builds other than Debian's refuse more than 32,766 "?" in one statement (999 before 3.32).
+IN_BATCH = 900
+
+
+def batches(ids: Sequence[int], size: int = IN_BATCH) -> Iterator[list[int]]:
+    """*ids* in parts small enough for one ``IN (?, ...)`` on any SQLite build."""
+    ids = list(ids)
+    for start in range(0, len(ids), size):
+        yield ids[start:start + size]
+
+
+def marks(part: Sequence) -> str:
+    return ",".join("?" * len(part))
+
+
 # ---------------------------------------------------------------- migrations
 
 
@@ -281,10 +296,19 @@ class ChunkStore:
                 f"The chunk store {self.path} was written by a newer Chunkwise (schema {version}); "
                 f"this version understands up to {SCHEMA_VERSION}."
             )
+        conn = self.db.conn
         for number in range(version + 1, SCHEMA_VERSION + 1):
-            with self.db.conn:
+            # One explicit transaction per step: SQLite's DDL is transactional, but Python's sqlite3
+            # runs it outside any implicit transaction, so without BEGIN a kill between two
+            # statements would leave half a migration that fails on every later open.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
                 MIGRATIONS[number - 1](self.db)
-                self.db["meta"].upsert({"key": "schema_version", "value": str(number)}, pk="key")
+                conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (str(number),))
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
 
     # -- encryption of PII values (core/crypto.py)
 
@@ -490,9 +514,9 @@ class ChunkStore:
         """Delete learned or dismissed contexts (never the library's own); how many went."""
         ids = [int(i) for i in context_ids]
         with self._guard():
-            mine = [r[0] for r in self.db.conn.execute(
-                f"SELECT id FROM contexts WHERE origin IN (?, ?) AND id IN ({','.join('?' * len(ids))})",
-                [LEARNED, DISMISSED, *ids])] if ids else []
+            mine = [r[0] for part in batches(ids) for r in self.db.conn.execute(
+                f"SELECT id FROM contexts WHERE origin IN (?, ?) AND id IN ({marks(part)})",
+                [LEARNED, DISMISSED, *part])]
             self._delete_contexts(mine)
         return len(mine)
 
@@ -532,20 +556,20 @@ class ChunkStore:
         if search:
             where.append("(text LIKE ? OR label LIKE ? OR id IN (SELECT chunk_id FROM contexts WHERE text LIKE ?))")
             args += [f"%{search}%"] * 3
-        if ids is not None:
-            where.append(f"id IN ({','.join('?' * len(ids))})")
-            args += list(ids)
         sql = "SELECT id, text, kind, label, created_at, updated_at, use_count FROM chunks"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        parts = list(batches(ids)) if ids is not None else [None]
         try:
-            rows = self.db.conn.execute(sql + " ORDER BY id", args).fetchall()
-            chunks = {r[0]: Chunk(r[0], self._open_text(r[1]), r[2], r[3], [], r[4], r[5], r[6]) for r in rows}
-            if chunks:
-                marks = ",".join("?" * len(chunks))
+            chunks: dict[int, Chunk] = {}
+            for part in parts:
+                clauses = where + ([f"id IN ({marks(part)})"] if part is not None else [])
+                query = sql + (" WHERE " + " AND ".join(clauses) if clauses else "") + " ORDER BY id"
+                for r in self.db.conn.execute(query, args + (part or [])).fetchall():
+                    chunks[r[0]] = Chunk(r[0], self._open_text(r[1]), r[2], r[3], [], r[4], r[5], r[6])
+            chunks = dict(sorted(chunks.items()))
+            for part in batches(list(chunks)):
                 for cid, chunk_id, text, origin, when in self.db.conn.execute(
-                    f"SELECT id, chunk_id, text, origin, learned_at FROM contexts WHERE chunk_id IN ({marks}) "
-                    "ORDER BY id", list(chunks),
+                    f"SELECT id, chunk_id, text, origin, learned_at FROM contexts WHERE chunk_id IN ({marks(part)}) "
+                    "ORDER BY id", part,
                 ):
                     ctx = Context(cid, text, origin, when)
                     (chunks[chunk_id].avoid if origin == DISMISSED else chunks[chunk_id].contexts).append(ctx)
@@ -691,11 +715,8 @@ class ChunkStore:
             raise ValueError(column)
         found: dict[int, np.ndarray] = {}
         labels = list(labels)
-        for start in range(0, len(labels), 900):
-            part = labels[start:start + 900]
-            for rid, blob in self.db.conn.execute(
-                f"SELECT id, {column} FROM encodings WHERE id IN ({','.join('?' * len(part))})", part
-            ):
+        for part in batches(labels):
+            for rid, blob in self.db.conn.execute(f"SELECT id, {column} FROM encodings WHERE id IN ({marks(part)})", part):
                 found[rid] = np.frombuffer(blob, dtype=np.float16)
         return np.stack([found[l] for l in labels]).astype(np.float32) if labels else np.empty((0, 0), np.float32)
 

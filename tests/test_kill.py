@@ -131,3 +131,34 @@ def test_kill_during_index_save_is_repaired_on_start(tmp_path, make_engine):
 
     out = engine.generate(GenerationRequest("Hi Tom,\n\nPlease give me a call at", max_tokens=12))
     assert out.spans and out.spans[0].kind == "pii"
+
+
+def test_kill_during_a_migration_leaves_a_store_that_opens(tmp_path):
+    """A store one schema version behind is opened by a Chunkwise killed between the two statements
+    of the last migration.  Without a transaction around each step the first ALTER TABLE stayed,
+    the version did not, and every later open failed ('duplicate column name: origin')."""
+    import sqlite3
+
+    from core import store as s
+
+    db = tmp_path / "old.db"
+    run_until_marker(f"""
+        from core import store as s
+        s.SCHEMA_VERSION, s.MIGRATIONS = 4, s.MIGRATIONS[:4]
+        s.ChunkStore({str(db)!r}).add_chunk("+44 7700 900123", "pii", ["Call me on"], label="phone")
+        print("CREATED", flush=True)
+        import importlib, time
+        importlib.reload(s)
+        def half_migration(database):
+            database["contexts"].add_column("origin", str)
+            print("KILL-ME", flush=True)
+            time.sleep(60)
+        s.MIGRATIONS[4] = half_migration
+        s.ChunkStore({str(db)!r})
+    """, tmp_path)
+    with s.ChunkStore(db) as store:
+        assert store.schema_version == s.SCHEMA_VERSION
+        assert [c.text for c in store.list_chunks()] == ["+44 7700 900123"]
+        assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    with sqlite3.connect(db) as conn:
+        assert {"origin", "learned_at"} <= {r[1] for r in conn.execute("PRAGMA table_info(contexts)")}

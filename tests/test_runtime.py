@@ -96,3 +96,15 @@ def test_truncated_gguf_does_not_crash(tmp_path):
         cut.write_bytes(src.read(2 << 20))
     with pytest.raises(ModelError, match="could not load"):
         LlamaRuntime(cut)
+
+
+def test_memory_check_counts_page_cache_as_available(tmp_path):
+    """A machine with most memory in page cache has little *free* but plenty *available*: the
+    context-size check read free pages and refused contexts that fit."""
+    from core.llama_runtime import available_memory
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24000000 kB\nMemFree:          300000 kB\n"
+                       "MemAvailable:   20000000 kB\nCached:         19000000 kB\n", encoding="ascii")
+    assert available_memory(str(meminfo)) == 20000000 * 1024
+    assert available_memory(str(tmp_path / "missing")) is not None      # falls back to the system's figure

@@ -140,3 +140,21 @@ def test_locked_store_gets_a_clear_message(tmp_path):
         other.close()
     with ChunkStore(path) as s:
         assert s.count() == (1, 1)
+
+
+def test_long_id_lists_work_on_sqlite_builds_with_the_portable_variable_limit(tmp_path):
+    """Debian's SQLite allows 250,000 '?' in a statement; others stop at 32,766 (or 999). With the
+    limit lowered to 1,000, listing, searching learned contexts and removing 2,500 of them must work:
+    one IN (...) per call failed with 'too many SQL variables'."""
+    from core.store import LEARNED
+
+    with ChunkStore(tmp_path / "many.db") as s:
+        ids = s.add_many([{"text": f"snippet {i}", "kind": "snippet", "contexts": [f"context {i}"]}
+                          for i in range(2500)])
+        learned = [s.add_context(cid, f"learned before {i}", LEARNED) for i, cid in enumerate(ids)]
+        s.db.conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 1000)
+        chunks = s.list_chunks(ids=ids)
+        assert [c.id for c in chunks] == sorted(ids) and all(len(c.contexts) == 2 for c in chunks)
+        assert len(s.learned_contexts()) == 2500
+        assert s.remove_contexts(learned) == 2500
+        assert all(len(c.contexts) == 1 for c in s.list_chunks(ids=ids))
