@@ -364,7 +364,8 @@ class GhostTextEdit(QPlainTextEdit):
             self.viewport().update()
 
     def focusOutEvent(self, event) -> None:
-        if self.pieces:
+        # Opening a menu (Edit → Next suggestion) or a popup takes focus for a moment: the suggestion stays.
+        if self.pieces and event.reason() not in (Qt.PopupFocusReason, Qt.MenuBarFocusReason):
             self.clear_ghost()
             self.interrupted.emit()
         super().focusOutEvent(event)

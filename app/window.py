@@ -103,6 +103,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self._tab_waiting = False       # Tab pressed before the suggestion arrived: take it when it has
         self._in_flight = -1            # the request sent and not finished yet
         self._last_request: GenerationRequest | None = None
+        self._request_place = None
         self.alternatives = Alternatives()   # Alt+] / Alt+[ (app/alternatives.py)
         self.model_ready = False
         self.locked_message = ""       # why the library could not open, while it is locked
@@ -408,6 +409,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self._at_line_start = before.endswith("\n")
         self.current_editor = editor
         editor.start_ghost()
+        self._request_place = (editor, editor.anchor)    # the place the request, and its alternatives, are for
         s = self.settings
         request = GenerationRequest(prompt, max_tokens=s.max_tokens, temperature=s.temperature,
                                     stop=stop, use_chunks=s.chunks_enabled, anchor_reduction=s.anchor_reduction,
@@ -435,6 +437,9 @@ class ComposeWindow(QMainWindow, EmailActions):
 
     def _on_finished(self, request_id: int, stats: dict) -> None:
         if request_id == self.alternatives.request_id:
+            if stats.get("stop_reason") == "cancelled":
+                self.alternatives.request_id = -1
+                return
             self.alternatives.add(self.alternatives.pending)
             self._show_alternatives()
             self._next_alternative()
@@ -455,8 +460,10 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.stats_label.setToolTip(
             f"Last suggestion: {stats['tokens']} tokens at {stats['tokens'] / secs:.0f} tokens/s, "
             f"{stats['chunks']} library insertion(s), {stats['passes_saved']} model steps saved")
-        if editor is not None and editor.has_ghost():
+        if editor is not None and editor.has_ghost() and self._request_place == (editor, editor.anchor):
             self.alternatives.start((editor, editor.anchor), editor.pieces)
+            # Rank 0 is the model's own top choice: the suggestion itself, unless a library chunk led it.
+            self.alternatives.next_rank = 0 if editor.pieces[0].from_chunk else 1
             self._next_alternative()
 
     # ------------------------------------------------------------ alternatives (Alt+] / Alt+[)

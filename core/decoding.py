@@ -278,9 +278,7 @@ class Decoder:
         three tokens (the cache is left as it was), only at steps where one of
         the user's own chunks was about to be proposed.
         """
-        if whose.person_cue(self._text) == whose.OTHERS:
-            return False
-        return whose.writer_evidence(self.rt) > whose.OWNER_MIN
+        return whose.writer_owns(whose.person_cue(self._text), lambda: whose.writer_evidence(self.rt))
 
     def accept(self, proposal: Proposal) -> bool:
         if self.s.sample_acceptance:

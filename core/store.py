@@ -512,7 +512,7 @@ class ChunkStore:
 
     def remove_contexts(self, context_ids: Sequence[int]) -> int:
         """Delete learned or dismissed contexts (never the library's own); how many went."""
-        ids = [int(i) for i in context_ids]
+        ids = sorted({int(i) for i in context_ids})
         with self._guard():
             mine = [r[0] for part in batches(ids) for r in self.db.conn.execute(
                 f"SELECT id FROM contexts WHERE origin IN (?, ?) AND id IN ({marks(part)})",

@@ -16,6 +16,7 @@ address:", "Invoices go to"), the model is asked: it continues
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 import numpy as np
 
@@ -73,6 +74,12 @@ def person_cue(text: str) -> str | None:
                 return WRITER
             return OTHERS
     return None
+
+
+def writer_owns(cue: str | None, evidence: Callable[[], float], bar: float = OWNER_MIN) -> bool:
+    """The gate: words that name someone else keep the user's value out; otherwise the model's
+    log-odds (*evidence*, asked only then: it costs a peek) must clear *bar*."""
+    return cue != OTHERS and evidence() > bar
 
 
 def writer_evidence(rt: LlamaRuntime) -> float:

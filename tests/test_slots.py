@@ -79,14 +79,22 @@ def test_the_writer_probe_decides_whether_a_value_goes_in(profile_engine, monkey
     assert [s.chunk_id for s in out.spans][:1] == [ids["phone"]]
 
 
-def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_says(profile_engine, monkeypatch):
-    """The lexical cue outranks the probe: "Sam's portfolio" is Sam's even where the model leans to "my"."""
+@pytest.mark.parametrize("prompt", ["Hi,\n\nCheck out Sam's portfolio, it's at",
+                                    "Hi,\n\nFor billing questions, call our billing team at"])
+def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_says(profile_engine, monkeypatch,
+                                                                                    prompt):
+    """The lexical cue outranks the probe: "Sam's portfolio" is Sam's even where the model leans to "my".
+    The control (cue switched off) shows the value would otherwise go in, so the test can fail."""
     engine, ids = profile_engine
     monkeypatch.setattr(whose, "writer_evidence", lambda rt: 10.0)
-    for prompt in ("Hi,\n\nCheck out Sam's portfolio, it's at", "Hi,\n\nPriya can sort you out, her mobile's",
-                   "Hi,\n\nCC my boss:"):
+
+    def users_values():
         out = engine.generate(GenerationRequest(prompt, max_tokens=12), record_use=False)
-        assert not [s for s in out.spans if s.chunk_id in ids.values()], (prompt, out.text)
+        return [s for s in out.spans if s.chunk_id in ids.values()]
+
+    assert users_values() == []
+    monkeypatch.setattr(whose, "person_cue", lambda text: None)
+    assert users_values()
 
 
 @pytest.mark.parametrize("text, cue", [
