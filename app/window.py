@@ -482,7 +482,7 @@ class ComposeWindow(QMainWindow, EmailActions):
     def cycle_suggestion(self, step: int) -> None:
         """Alt+] / Alt+[: show the next or previous suggestion for this place."""
         editor, alts = self.current_editor, self.alternatives
-        if editor is None or not editor.has_ghost() or alts.place != (editor, editor.anchor) or alts.count < 2:
+        if not self._alternatives_on_screen() or alts.count < 2:
             if editor is not None and editor.has_ghost():
                 self.statusBar().showMessage("No other suggestion here (yet).", 3000)
             return
@@ -491,11 +491,14 @@ class ComposeWindow(QMainWindow, EmailActions):
             editor.add_ghost(piece)
         self._show_alternatives()
 
+    def _alternatives_on_screen(self) -> bool:
+        """Whether the suggestion on screen is the place the known alternatives belong to."""
+        editor = self.current_editor
+        return editor is not None and editor.has_ghost() and self.alternatives.place == (editor, editor.anchor)
+
     def _show_alternatives(self) -> None:
         """The "2/3" counter, while the suggestion it counts is on screen."""
-        editor, alts = self.current_editor, self.alternatives
-        current = editor is not None and editor.has_ghost() and alts.place == (editor, editor.anchor)
-        self.alt_label.setText(alts.label() if current else "")
+        self.alt_label.setText(self.alternatives.label() if self._alternatives_on_screen() else "")
 
     def _on_failed(self, request_id: int, message: str) -> None:
         if request_id == self.alternatives.request_id:

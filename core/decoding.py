@@ -304,7 +304,7 @@ class Decoder:
             token, self._pending = self._pending, None
             return token
         if self.ranked_start():
-            logits = state.logits if (self.knn is None or state.mixed) else self.knn.mix_logits(state.logits, state.hidden)
+            logits = self.next_logits(state.logits, state.hidden, state.mixed)
             return int(np.argsort(-np.asarray(logits), kind="stable")[self.s.first_rank])   # (V,) -> one token
         return self.choose(state.logits, state.hidden, mixed=state.mixed)
 
@@ -314,9 +314,11 @@ class Decoder:
 
     def choose(self, logits: np.ndarray, hidden: np.ndarray | None, mixed: bool = False) -> int:
         """The next token from the model's logits (V,), mixed with the kNN distribution when on."""
-        if self.knn is not None and not mixed:
-            logits = self.knn.mix_logits(logits, hidden)
-        return self.s.sampler.sample(logits)
+        return self.s.sampler.sample(self.next_logits(logits, hidden, mixed))
+
+    def next_logits(self, logits: np.ndarray, hidden: np.ndarray | None, mixed: bool = False) -> np.ndarray:
+        """The distribution the next token is chosen from: the model's (V,), or its kNN-LM mixture when on."""
+        return self.knn.mix_logits(logits, hidden) if self.knn is not None and not mixed else logits
 
     def draft_after(self, token: int, proposal: Proposal | None) -> tuple[list[int], bool]:
         """Tokens that may follow *token*: a chunk the matcher was not sure of, else an n-gram."""
