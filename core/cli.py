@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -297,9 +296,18 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the last line of defence: no traceback for users
         if args.debug:
             raise
-        print(f"chunkwise: internal error: {type(exc).__name__}: {exc} (run with --debug for details)",
+        # The type and the place only: an exception's message may quote the user's text.
+        print(f"chunkwise: internal error: {type(exc).__name__} at {_where(exc)} (run with --debug for details)",
               file=sys.stderr)
         return EXIT_ERROR
+
+
+def _where(exc: BaseException) -> str:
+    """The innermost frame of the exception, as ``module.py:line``."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return "?" if tb is None else f"{Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}"
 
 
 if __name__ == "__main__":

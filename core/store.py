@@ -247,11 +247,15 @@ class ChunkStore:
         self.path = str(path)
         try:
             if self.path != ":memory:":
+                if "\x00" in self.path:
+                    raise StoreError("The chunk store's path contains a NUL character.")
                 folder = Path(self.path).expanduser().parent
                 try:
                     folder.mkdir(parents=True, mode=0o700)   # the user's own: nobody else lists it
                 except FileExistsError:
                     pass
+                except OSError as exc:
+                    raise StoreError(f"Cannot create the store's folder {folder}: {exc.strerror}.") from None
                 if not os.access(folder, os.W_OK):
                     raise StoreError(f"Cannot write to the store's folder {folder}.")
                 try:   # born owner-only: no moment where others could read it

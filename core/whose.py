@@ -32,7 +32,8 @@ PROBE_WRITER, PROBE_OTHERS = " my", (" his", " her", " their", " your")
 # -0.5 / -1.0 / -1.5 / -2.0 / -2.5 -> 45 / 50 / 53 / 56 / 57 right, 0 / 1 / 1 / 1 / 2 of 38 someone else's.
 OWNER_MIN = -2.0
 
-_TOKEN_RE = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*'?", re.UNICODE)
+# Words with inner apostrophes and hyphens kept whole ("co-author", "sister-in-law's").
+_TOKEN_RE = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*'?", re.UNICODE)
 _FIRST_PERSON = {"i", "me", "my", "mine", "myself", "i'm", "i've", "i'll", "i'd",
                  "we", "us", "our", "ours", "ourselves", "we're", "we've", "we'll", "we'd"}
 # Not "they": a subject "they" is mostly things or whoever acts ("they're all on", "they can call").
@@ -45,10 +46,16 @@ _RELATIONS = {"colleague", "colleagues", "co-author", "coauthor", "manager", "bo
               "team", "department", "accountant", "lawyer", "solicitor", "doctor", "supervisor", "advisor",
               "adviser", "client", "customer", "flatmate", "roommate", "housemate", "cousin", "uncle", "aunt",
               "grandmother", "grandfather", "girlfriend", "boyfriend", "fiancé", "fiance", "fiancée", "mate",
-              "tenant", "agent", "contact", "desk", "helpdesk", "support", "reception"}
+              "tenant", "agent", "author", "sister-in-law", "brother-in-law", "helpdesk", "support", "reception"}
+# Not "contact" or "desk": "my contact number", "my desk phone" are the writer's own.
 # "it's at", "here's my": an apostrophe s that is "is", not a possessive.
 _NOT_POSSESSIVE = {"it", "that", "here", "there", "what", "who", "where", "how", "let", "he", "she", "this",
                    "everything", "nothing", "name", "one"}
+# "the flat's at", "email's best": after these words an apostrophe s is "is", not a possessive
+# (a possessive is followed by what is owned, a noun or its adjective).
+_AFTER_IS = {"at", "on", "in", "to", "from", "by", "via", "best", "easiest", "quickest", "fastest", "below",
+             "above", "here", "there", "still", "now", "just", "also", "always", "probably", "usually",
+             "the", "a", "an", "not", "no", "my", "your", "our", "his", "her", "their", "this", "that"}
 _RELATION_SPAN = 3        # "our billing team": the group noun within three words of "my" / "our"
 
 
@@ -66,11 +73,16 @@ def person_cue(text: str) -> str | None:
         if t in _FIRST_PERSON:
             after = tokens[i + 1: i + 1 + _RELATION_SPAN]
             return OTHERS if t in ("my", "our") and any(a in _RELATIONS for a in after) else WRITER
-        followed = i + 1 < len(tokens)
-        if len(t) > 2 and t.endswith("s'") or (followed and t.endswith("'s") and t[:-2] not in _NOT_POSSESSIVE):
-            # "the organisers' account", "Sam's portfolio", "my wife's number"; but "our company's page"
+        following = tokens[i + 1] if i + 1 < len(tokens) else None
+        if len(t) > 2 and t.endswith("s'") or (
+                following is not None and t.endswith("'s") and t[:-2] not in _NOT_POSSESSIVE
+                and following not in _AFTER_IS):
+            # "the organisers' account", "Sam's portfolio", "my wife's number", "my friend Sam's";
+            # but "our company's page", "our new company's" are the writer's own group.
             before = tokens[max(0, i - 2): i]
-            if any(b in ("my", "our") for b in before) and t.rstrip("'").removesuffix("'s") not in _RELATIONS:
+            owner = t.rstrip("'").removesuffix("'s")
+            if (any(b in ("my", "our") for b in before) and owner not in _RELATIONS
+                    and not any(b in _RELATIONS for b in before)):
                 return WRITER
             return OTHERS
     return None

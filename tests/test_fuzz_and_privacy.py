@@ -1,9 +1,8 @@
 """Bad input of every shape gets a clear message and changes nothing; nothing touches the network."""
 import json
-import socket
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from core.errors import ChunkwiseError, ImportFormatError
@@ -83,24 +82,47 @@ def test_big_inputs_are_refused_or_kept_whole(tmp_path):
     assert len(store.get_chunk(cid).contexts) == 10_000
 
 
-def test_no_network_during_a_session(make_engine, monkeypatch):
-    """Load, encode, match and generate with every socket refused."""
-    attempts = []
+NO_NETWORK_SESSION = r"""
+import socket, sys
+attempts = []
 
-    def refuse(*args, **kwargs):
-        attempts.append(args)
-        raise OSError("network is off in this test")
+def watch(event, args):   # installed before anything else is imported: model load and keychain included
+    if event in ("socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyname_ex"):
+        attempts.append(event)
+    elif event == "socket.__new__" and args[1] in (socket.AF_INET, socket.AF_INET6):
+        attempts.append(event)
+    elif event in ("socket.connect", "socket.sendto") and isinstance(args[1], tuple):
+        attempts.append(event)
 
-    monkeypatch.setattr(socket, "socket", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    from core.engine import GenerationRequest
+sys.addaudithook(watch)
+from core.cli import main
+codes = [main(["chunks", "add", "--kind", "pii", "--label", "phone", "--text", "(555) 123-4567",
+               "--context", "You can call me at"]),
+         main(["mine", "--corpus", sys.argv[1]]),
+         main(["generate", "--json", "--max-tokens", "8", "Any questions? Please give me a call at"]),
+         main(["chunks", "list"])]
+print("CODES", codes, "ATTEMPTS", attempts)
+"""
 
-    engine = make_engine()
-    engine.store.add_chunk("(555) 123-4567", "pii", ["You can call me at"], label="phone")
-    engine.refresh()
-    done = engine.generate(GenerationRequest("Any questions? Please give me a call at", max_tokens=8))
-    assert done.text and attempts == []
+
+def test_no_network_during_a_session(tmp_path):
+    """A whole session in a fresh interpreter, watched from its first line by an audit hook:
+    store and key, model load, learning, matching and generation open no network socket and
+    resolve no host name.  (Catches any import or call that phones home, the keychain's too.)"""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    corpus = tmp_path / "sent.txt"
+    corpus.write_text("Thanks for the update. You can call me at (555) 123-4567 any time.\n" * 3)
+    env = dict(os.environ, CHUNKWISE_PASSPHRASE="correct horse")
+    done = subprocess.run([sys.executable, "-c", NO_NETWORK_SESSION, str(corpus)], env=env,
+                          cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "CODES [0, 0, 0, 0]" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "(555) 123-4567" in done.stdout                 # the session really reached the stored value
+    assert done.stdout.rstrip().endswith("ATTEMPTS []"), done.stdout[-2000:]
 
 
 WORDS = st.sampled_from(["chunks", "add", "list", "remove", "import", "export", "encode", "mine", "ppl", "tune",
@@ -112,9 +134,12 @@ WORDS = st.sampled_from(["chunks", "add", "list", "remove", "import", "export", 
 
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.one_of(WORDS, TEXT), max_size=8))
+@example(["--db", "a\x00b", "chunks", "list"])              # once raised ValueError inside the store
+@example(["--db", "/proc/no-such/x.db", "chunks", "list"])   # once FileNotFoundError from mkdir
 def test_command_line_arguments(argv):
     """Any argument list (against this test's temporary store): exit code 0, 1 or 2, a
-    'chunkwise: ' message on failure, never an exception or a traceback."""
+    'chunkwise: error: ' message on failure, never an exception, a traceback or an internal error
+    (the last line of defence is for bugs, so reaching it is one)."""
     import contextlib
     import io
 
@@ -130,5 +155,6 @@ def test_command_line_arguments(argv):
             code = exc.code
     assert code in (0, 1, 2), (argv, code)
     assert "Traceback" not in err.getvalue()
+    assert "internal error" not in err.getvalue(), (argv, err.getvalue())
     if code == 1:
         assert err.getvalue().startswith("chunkwise: ")

@@ -83,7 +83,7 @@ def test_second_instance_on_the_same_store_does_not_corrupt_it(tmp_path, runtime
     two = Engine(runtime=runtime, store=ChunkStore(db))
     fill(one.store, 2)
     one.refresh()
-    two.store.add_chunk("Best, Dana", "snippet", ["Thanks again,"])
+    dana = two.store.add_chunk("Best, Dana", "snippet", ["Thanks again,"])
     two.refresh()
     one.refresh()
     assert one.store.count() == two.store.count() and one.store.count()[0] == 3
@@ -94,6 +94,8 @@ def test_second_instance_on_the_same_store_does_not_corrupt_it(tmp_path, runtime
     one.store.db.conn.rollback()
     two.store.add_chunk("x", "phrase", ["y"])
     assert one.store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    assert two.generate(GenerationRequest("Thanks again,", max_tokens=4)).text is not None
+    two.refresh()                                              # the second sees every write, its own included
+    out = two.generate(GenerationRequest("Thanks again,", max_tokens=4))
+    assert out.spans and out.spans[0].chunk_id == dana
     one.store.close()
     two.store.close()

@@ -108,6 +108,11 @@ def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_s
     ("Thanks for the call. Check out Sam's portfolio, it's at", whose.OTHERS),
     ("Sam's portfolio is great. Mine is at", whose.WRITER),                 # only the sentence being written counts
     ("Billing address:", None), ("Invoices go to", None), ("My name's", whose.WRITER),
+    ("My contact number is", whose.WRITER), ("My desk phone is", whose.WRITER),   # not relations
+    ("I've copied my co-author on", whose.OTHERS),                           # a hyphenated relation
+    ("You can reach my friend Sam's office on", whose.OTHERS),              # "my" owns the friend, not Sam
+    ("Come round any time, the flat's at", None), ("Email's best at", None),  # "'s" that is "is"
+    ("We moved, our new company's address is", whose.WRITER),
 ])
 def test_person_cue_names_whose_detail_comes_next(text, cue):
     assert whose.person_cue(text) == cue
