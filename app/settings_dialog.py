@@ -121,9 +121,10 @@ class SettingsDialog(QDialog):
         self.debounce.setValue(s.debounce_ms)
         self.chunks = QCheckBox("Suggest entries from my library")
         self.chunks.setChecked(s.chunks_enabled)
-        self.anchors = QCheckBox("Save memory on long documents (forget earlier sentences; suggestions get worse)")
-        self.anchors.setToolTip("Keeps only the ends of earlier sentences in the model's memory. "
-                                "The bundled model was not trained for it.")
+        self.anchors = QCheckBox("Forget earlier sentences (experimental: suggestions get worse; saves no memory)")
+        self.anchors.setToolTip("Keeps only the ends of earlier sentences in the model's memory (anchor-based KV "
+                                "reduction). The bundled model was not trained for it, and the cache is allocated "
+                                "whole up front, so no memory is saved and documents do not get longer.")
         self.anchors.setChecked(s.anchor_reduction)
         self.knn = QCheckBox("Also predict from my writing (what Tools → Learn from my writing read)")
         self.knn.setChecked(s.knn_enabled)

@@ -101,7 +101,8 @@ class ModelWorker(QObject):
         except ChunkwiseError as exc:
             self.load_failed.emit(str(exc))
         except Exception as exc:  # never let the worker thread die silently
-            self.load_failed.emit(f"Unexpected error while loading: {type(exc).__name__}: {exc}")
+            _log_failure("loading")           # the type and place only: the message may quote the user's text
+            self.load_failed.emit(f"Unexpected error while loading: {type(exc).__name__}")
 
     @Slot()
     def shutdown(self) -> None:

@@ -111,15 +111,15 @@ def main() -> None:
             base_t.append(t1)
             cd_t.append(t2)
         s = cd.stats
-        fps = 1 - s.forward_passes / max(1, s.tokens)
+        fps = 1 - s.steps / max(1, s.tokens)   # steps: the last one counted for every configuration
         tts = 1 - (statistics.median(cd_t) / s.tokens) / (statistics.median(base_t) / base.stats.tokens)
         fps_all.append(fps)
         tts_all.append(tts)
         used = ", ".join(sp.label for sp in cd.spans) or "-"
-        rows.append([repr(prompt[-34:]), s.tokens, s.forward_passes, s.chunk_tokens, used,
+        rows.append([repr(prompt[-34:]), s.tokens, s.steps, s.chunk_tokens, used,
                      f"{100 * fps:.1f}%", f"{100 * tts:.1f}%"])
     print("Chunk insertion (PII profile stored, 4 prefixes per field):")
-    print(table(["prompt (end)", "tokens", "forward passes", "chunk tokens", "chunks", "FPS", "TTS"], rows))
+    print(table(["prompt (end)", "tokens", "steps", "chunk tokens", "chunks", "FPS", "TTS"], rows))
     print(f"mean FPS {100 * statistics.mean(fps_all):.1f}%, mean TTS {100 * statistics.mean(tts_all):.1f}%\n")
 
     # -- the combinations, side by side ----------------------------------------
@@ -140,13 +140,13 @@ def main() -> None:
                 done, t = timed(lambda: cfg["engine"].generate(
                     GenerationRequest(prompt, max_tokens=n, draft=cfg["draft"]), record_use=False))
                 totals[name][0] += done.stats.tokens
-                totals[name][1] += done.stats.forward_passes
+                totals[name][1] += done.stats.steps
                 totals[name][2] += t
     base = totals["plain"][2] / totals["plain"][0]
     rows = [[name, tok, passes, f"{100 * (1 - passes / tok):.1f}%", f"{tok / secs:.1f}",
              f"{100 * (1 - (secs / tok) / base):.1f}%"] for name, (tok, passes, secs) in totals.items()]
     print("All PII prompts and a quoted reply together, per configuration:")
-    print(table(["configuration", "tokens", "forward passes", "FPS", "tok/s", "TTS vs plain"], rows) + "\n")
+    print(table(["configuration", "tokens", "steps", "FPS", "tok/s", "TTS vs plain"], rows) + "\n")
 
     import matplotlib
 

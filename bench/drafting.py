@@ -90,10 +90,10 @@ def main() -> None:
         speedups.append(ta / tb)
         name = {id(QUOTE): "quoted reply", id(RESTATE): "reply restating a quote"}.get(id(prompt),
                                                                                      repr(prompt[:26]) + "...")
-        rows.append([name, a.stats.forward_passes, b.stats.forward_passes, f"{b.stats.draft_accepted}/{b.stats.drafted}",
+        rows.append([name, a.stats.steps, b.stats.steps, f"{b.stats.draft_accepted}/{b.stats.drafted}",
                      f"{ta / tb:.2f}", "yes" if a.text == b.text else f"first {agree} chars"])
     print("64 greedy tokens, drafts off vs on (lossless policy; 3 alternating runs, median time):")
-    print(table(["prompt", "passes off", "passes on", "draft tokens kept", "speed on/off", "same text"], rows))
+    print(table(["prompt", "steps off", "steps on", "draft tokens kept", "speed on/off", "same text"], rows))
     import matplotlib
 
     matplotlib.use("Agg")

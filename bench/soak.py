@@ -4,8 +4,8 @@ The store is filled with synthetic encodings shaped like the model's own (as in
 bench/retrieval.py); the editor opens it offscreen and a timer types an email at
 10 keys per second with no pauses, so nearly every request is cancelled by the next
 key (the typing pause is set to 50 ms) -- the worst case for cancellation.  Recorded every second: the process's
-resident memory.  Checked at the end: every painted piece belonged to the request
-that was current when it arrived (no stale suggestion painted), the worker is alive
+resident memory.  Checked at the end: after every piece, the ghost text on screen was text the request
+current at that moment had sent (nothing stale or spliced painted), the worker is alive
 and answers, and memory after the first 10 s grew less than the stated bound.
 
     python bench/soak.py [--contexts 100000] [--seconds 60]
@@ -70,7 +70,7 @@ def main() -> int:
         wait(100)
     opened = time.perf_counter() - t1
 
-    stale, painted, requests = [], [0], [0]
+    stale, painted, requests, emitted = [], [0], [0], {}
     original = window._on_piece
 
     class Observer(QObject):
@@ -78,11 +78,14 @@ def main() -> int:
 
         @Slot(int, str, dict)
         def piece(self, rid, text, meta):
-            before = len(window.body_edit.pieces)
+            # What is on screen after each piece must be text the current request sent: a piece of
+            # an older request (stale) or two requests spliced would show text the current one never sent.
+            emitted[rid] = emitted.get(rid, "") + text
             original(rid, text, meta)
-            if len(window.body_edit.pieces) > before:
+            shown = window.body_edit.ghost_text
+            if shown:
                 painted[0] += 1
-                if rid != window.current_id:
+                if shown not in emitted.get(window.current_id, ""):
                     stale.append(rid)
 
         @Slot(int, dict)
@@ -122,7 +125,7 @@ def main() -> int:
     print(f"Machine: {machine()}\n{args.contexts:,} stored contexts (store built in {build:.0f} s, "
           f"editor ready in {opened:.0f} s); typed {i} keys in {args.seconds} s at 10 per second\n")
     print(table(["RSS at 10 s", "RSS max", "growth 10 s → end", f"bound", "requests finished",
-                 "pieces painted", "stale pieces painted", "worker alive, last suggestion shown"],
+                 "ghost updates painted", "painted text not from the current request", "worker alive, last suggestion shown"],
                 [[f"{early[0]:.0f} MB" if early else "-", f"{max(m for _, m in samples):.0f} MB",
                   f"{growth:+.0f} MB", f"{BOUND_MB} MB", requests[0], painted[0], len(stale),
                   f"{alive}, {final_pieces > 0}"]]))

@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check n-gram and weak-chunk drafts in one batch: the same text, faster where the reply "
                         "repeats earlier text (docs/benchmarks.md)")
     g.add_argument("--anchor-reduction", action="store_true",
-                   help="drop earlier sentences from the KV cache at sentence ends (long documents; costs quality)")
+                   help="drop earlier sentences from the KV cache at sentence ends (costs quality; saves no memory)")
     g.add_argument("--knn", action="store_true",
                    help="mix in the kNN-LM of your mined writing (chunkwise mine --knn); PP-KD with teacher data")
     from .cli_learn import add_knn_options

@@ -81,8 +81,18 @@ class Stats:
         """Forward passes a token-by-token decode would have needed more: a chunk of n tokens costs one."""
         return self.chunk_tokens - self.chunks
 
+    @property
+    def steps(self) -> int:
+        """Forward passes counted the same way for every configuration: one per step, the last included.
+
+        A run that stops on length never decodes its last token, so ``forward_passes`` is one short
+        there, and comparing it would credit plain decoding with a saved pass (1/N).  Plain
+        decoding takes exactly ``tokens`` steps; a chunk of n tokens is one; accepted drafts ride along.
+        """
+        return self.tokens - self.passes_saved - self.draft_accepted
+
     def as_dict(self) -> dict:
-        return {"tokens": self.tokens, "forward_passes": self.forward_passes,
+        return {"tokens": self.tokens, "forward_passes": self.forward_passes, "steps": self.steps,
                 "chunk_tokens": self.chunk_tokens, "chunks": self.chunks,
                 "seconds": round(self.seconds, 4), "prompt_tokens": self.prompt_tokens,
                 "prompt_reused": self.prompt_reused, "truncated_tokens": self.truncated_tokens,

@@ -33,7 +33,7 @@ class Settings:
     threshold: float = 0.3          # dev split of bench/personal.py: 0.15 → 0.3 kept right insertions, wrong ones fell
     chunks_enabled: bool = True
     show_chunk_marks: bool = True
-    anchor_reduction: bool = False  # drop earlier sentences from the KV cache (long documents; costs quality)
+    anchor_reduction: bool = False  # drop earlier sentences from the KV cache (costs quality; no memory gain)
     knn_enabled: bool = True        # mix in the kNN-LM of the user's mined writing once Tools → Learn ran
                                     # (bench/keystrokes.py: the better predictor of a person's new mail)
     learn_while_writing: bool = True   # a library value typed by hand teaches its lead-in; Esc counts against

@@ -114,3 +114,31 @@ def test_worker_failures_and_crash_reports_name_no_text(capsys):
         logging.getLogger("chunkwise.worker").removeHandler(handler)
     assert records and "KeyError" in records[0]
     no_secret(*records)
+
+
+def test_internal_errors_name_no_text(monkeypatch, capsys, tmp_path):
+    """The last lines of defence (the command line's and the editor worker's load) report an
+    exception whose message quotes the user's text by type and place only."""
+    import core.cli
+
+    def boom(args):
+        raise ValueError(f"could not parse {SECRET_DRAFT}")
+
+    monkeypatch.setattr(core.cli, "cmd_chunks", boom)
+    assert core.cli.main(["--db", str(tmp_path / "c.db"), "chunks", "list"]) == 1
+    err = capsys.readouterr().err
+    assert "internal error: ValueError at test_no_leaks.py:" in err
+    no_secret(err)
+
+    pytest.importorskip("PySide6")
+    import app.worker
+
+    def engine_that_fails(*args, **kwargs):
+        raise RuntimeError(f"model said {SECRET}")
+
+    monkeypatch.setattr(app.worker, "Engine", engine_that_fails)
+    worker, messages = app.worker.ModelWorker(), []
+    worker.load_failed.connect(messages.append)
+    worker.load({"db_path": str(tmp_path / "w.db")})
+    assert messages and "RuntimeError" in messages[0]
+    no_secret(*messages)
