@@ -47,18 +47,21 @@ def main() -> None:
           f"lossless drafts are at most {profile.exact - 1} token(s) long here.\n")
     # 1. numerics
     toks = rt.tokenize("Dear Mr. Patel,\n\nThank you for your email about the new project. We believe that")
-    base, extra = toks[:12], toks[12:17]
-    rt.reset()
-    rt.sync(base, hidden=False)
-    seq = [rt.eval([t], hidden=False).logits[0].copy() for t in extra]
     rows = []
-    for n in (2, 3, 4, 5):
-        rt.reset()
-        rt.sync(base, hidden=False)
-        out = rt.eval(extra[:n], outputs="all", hidden=False).logits
-        rows.append([n, " ".join(f"{np.abs(out[i] - seq[i]).max():.3f}" for i in range(n))])
+    for hidden in (False, True):         # off: no store; on: chunks or kNN active (outputs for every token)
+        for start in (12, 6):
+            base, extra = toks[:start], toks[start:start + 5]
+            rt.reset()
+            rt.sync(base, hidden=hidden)
+            seq = [rt.eval([t], hidden=hidden).logits[0].copy() for t in extra]
+            for n in (2, 3, 4, 5):
+                rt.reset()
+                rt.sync(base, hidden=hidden)
+                out = rt.eval(extra[:n], outputs="all", hidden=hidden).logits
+                rows.append(["on" if hidden else "off", start, n,
+                             " ".join(f"{np.abs(out[i] - seq[i]).max():.3f}" for i in range(n))])
     print("Largest logit difference, batched vs one token at a time, per position in the batch:")
-    print(table(["batch size", "max |diff| at positions 0..n-1"], rows) + "\n")
+    print(table(["hidden states", "after token", "batch size", "max |diff| at positions 0..n-1"], rows) + "\n")
     # 2. cost
     text = rt.tokenize((Path(__file__).resolve().parents[1] / "core/data/background_emails.txt").read_text())[:700]
     cost, rows = {}, []

@@ -66,6 +66,8 @@ def fill_store(store: ChunkStore, model_id: int, stats, n_contexts: int, per_chu
     rng = np.random.default_rng(seed)
     colour = np.linalg.inv(stats.whitener).astype(np.float32)         # C^(1/2)
     conn = store.db.conn
+    # Sealed as the store seals them (a keyed store decrypts every token blob on load, as users' do).
+    tokens = store._seal_tokens(np.array([1, 2, 3], np.int32).tobytes())
     made = 0
     centres = []
     while made < n_contexts:
@@ -88,7 +90,7 @@ def fill_store(store: ChunkStore, model_id: int, stats, n_contexts: int, per_chu
         conn.executemany(
             "INSERT INTO encodings (context_id, model_id, entry_token, chunk_tokens, vector, vector_local, source_hash)"
             " VALUES (?,?,?,?,?,?,?)",
-            [(cid, model_id, 1, np.array([1, 2, 3], np.int32).tobytes(), raw[j].astype(np.float16).tobytes(),
+            [(cid, model_id, 1, tokens, raw[j].astype(np.float16).tobytes(),
               local[j].astype(np.float16).tobytes(), source_hash(text, f"synthetic chunk {chunk}"))
              for j, (cid, chunk, text) in enumerate(rows)])
         conn.commit()
@@ -118,6 +120,8 @@ def main() -> None:
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             store = ChunkStore(Path(tmp) / "chunks.db")
+            if store.key is None:
+                raise SystemExit("bench/retrieval.py measures a keyed store: set CHUNKWISE_PASSPHRASE")
             model_id = store.model_id(rt.identity, rt.name, rt.n_embd)
             centres, colour = fill_store(store, model_id, stats, n)
             gc.collect()

@@ -140,7 +140,7 @@ def main() -> int:
     ax.set_ylabel("resident memory, MB")
     ax.set_title(f"{args.contexts:,} contexts in the store")
     print("plot:", save_plot(fig, "soak.png"))
-    ok = growth < BOUND_MB and not stale and alive
+    ok = growth < BOUND_MB and not stale and alive and final_pieces > 0 and requests[0] > 0
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -73,7 +73,7 @@ def typed_values(values: dict[int, str], text: str, inserted: Sequence[tuple[int
 
 def library_values(store) -> dict[int, str]:
     """chunk id -> text of the user's own library entries (not mined chunks)."""
-    return {c.id: c.text for kind in KINDS for c in store.list_chunks(kind=kind)}
+    return store.chunk_texts(KINDS)
 
 
 def learnable(phrase: str) -> bool:

@@ -239,20 +239,18 @@ class LlamaRuntime:
         import time
 
         text = ("Thank you for your message. I will look into the schedule and get back to you by Friday "
-                "with the updated numbers for the quarterly report.")
+                "with the updated numbers for the quarterly report. In the meantime, please send me the "
+                "signed contract and the invoice from March.")
         toks = self.tokenize(text)
+        # Probed as verification runs: with hidden-state output off (no store) and on (chunks or
+        # kNN active, which switches llama.cpp to outputs for every token), at two positions.
+        exact = max_n
+        for hidden in (False, True):
+            for start in (12, 28):
+                exact = min(exact, self._exact_batch(toks[:start], toks[start:start + max_n], hidden))
         head, tail = toks[:12], toks[12:12 + max_n]
         self.reset()
         self.eval(head)
-        seq = [self.eval([t], hidden=False).logits[0].copy() for t in tail]
-        exact = 1
-        for n in range(2, len(tail) + 1):
-            self.truncate(len(head))
-            rows = self.eval(tail[:n], outputs="all", hidden=False).logits
-            if all(np.array_equal(rows[i], seq[i]) for i in range(n)):
-                exact = n
-            else:
-                break
         costs = {}
         for n in (1, 2, 4, 8):
             if n > len(tail):
@@ -267,6 +265,21 @@ class LlamaRuntime:
         self.reset()
         self._batch_profile = BatchProfile(exact, {n: c / costs[1] for n, c in costs.items()})
         return self._batch_profile
+
+    def _exact_batch(self, head: list[int], tail: list[int], hidden: bool) -> int:
+        """The largest n such that decoding tail[:n] as one batch gives, row for row, the logits
+        of decoding it one token at a time after *head* (bit for bit)."""
+        self.reset()
+        self.eval(head, hidden=hidden)
+        seq = [self.eval([t], hidden=hidden).logits[0].copy() for t in tail]
+        exact = 1
+        for n in range(2, len(tail) + 1):
+            self.truncate(len(head))
+            rows = self.eval(tail[:n], outputs="all", hidden=hidden).logits
+            if not all(np.array_equal(rows[i], seq[i]) for i in range(n)):
+                break
+            exact = n
+        return exact
 
     def close(self) -> None:
         lib = self._lib

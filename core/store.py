@@ -550,6 +550,16 @@ class ChunkStore:
             raise StoreError(f"There is no chunk with id {chunk_id}.")
         return chunks[0]
 
+    def chunk_texts(self, kinds: Sequence[str]) -> dict[int, str]:
+        """chunk id -> text for the chunks of these kinds, without their contexts: cheap enough for
+        every typing pause (learning while writing asks it), where list_chunks reads every context."""
+        try:
+            rows = self.db.conn.execute(
+                f"SELECT id, text FROM chunks WHERE kind IN ({marks(kinds)}) ORDER BY id", list(kinds)).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(self._explain(exc)) from None
+        return {cid: self._open_text(text) for cid, text in rows}
+
     def list_chunks(self, kind: str | None = None, search: str | None = None,
                     ids: Sequence[int] | None = None) -> list[Chunk]:
         """Chunks in id order, optionally filtered by kind, a search term, or ids."""
