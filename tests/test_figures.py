@@ -15,7 +15,7 @@ SCRIPT = re.compile(r"bench/([a-z_]+)\.py")
 
 def summary_bullets() -> list[str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Benchmarks\n", 1)[1].split("\n## ", 1)[0]
+    section = text.split("\nMeasured on this project's 2-core machine", 1)[1].split("\n## ", 1)[0]
     return [b.strip() for b in re.split(r"\n- ", "\n" + section)[1:]]
 
 
@@ -42,8 +42,9 @@ def test_every_summary_figure_has_a_bench_line_behind_it():
         scripts = SCRIPT.findall(bullet)
         assert scripts, f"this README figure names no bench command: {bullet[:100]}..."
         text = "\n".join(outputs_of(s) for s in scripts)
-        assert text, f"no saved output in bench/out/ for {scripts}: run python bench/run_all.py"
-        for number, unit in FIGURE.findall(bullet):
+        figures = FIGURE.findall(bullet)
+        assert text or not figures, f"no saved output in bench/out/ for {scripts}: run python bench/run_all.py"
+        for number, unit in figures:
             if not found(number, unit, text):
                 missing.append(f"{number}{unit} ({', '.join(scripts)})")
     assert not missing, "README figures not in the bench output they cite: " + "; ".join(missing)
