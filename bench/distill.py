@@ -108,8 +108,8 @@ def self_distillation(engine: Engine, tasks, args) -> list[dict]:
             per["plain_passes"].append(st_p.steps / max(1, st_p.tokens))
             per["tpt"].append(st_c.seconds / max(1, st_c.tokens))
             per["plain_tpt"].append(st_p.seconds / max(1, st_p.tokens))
-            per["dpt"].append((st_c.seconds - st_c.prefill_seconds) / max(1, st_c.tokens))     # decode only
-            per["plain_dpt"].append((st_p.seconds - st_p.prefill_seconds) / max(1, st_p.tokens))
+            per["dpt"].append(st_c.decode_seconds / max(1, st_c.tokens))     # decode only
+            per["plain_dpt"].append(st_p.decode_seconds / max(1, st_p.tokens))
             per["rouge"].append(rouge_l(text_c, plain[prompt]))
             per["ppl"].append(answer_ppl(engine, prompt, text_c))
             per["chunks"] += st_c.chunks

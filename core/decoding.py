@@ -91,6 +91,12 @@ class Stats:
         """
         return self.tokens - self.passes_saved - self.draft_accepted
 
+    @property
+    def decode_seconds(self) -> float:
+        """Wall time after the prompt's prefill: what comparisons of runs that stop at different
+        lengths, or start with different cache states, should divide by their tokens."""
+        return self.seconds - self.prefill_seconds
+
     def as_dict(self) -> dict:
         return {"tokens": self.tokens, "forward_passes": self.forward_passes, "steps": self.steps,
                 "chunk_tokens": self.chunk_tokens, "chunks": self.chunks,

@@ -26,9 +26,8 @@ def outputs_of(script: str) -> str:
 
 def found(number: str, unit: str, text: str) -> bool:
     """*number* as printed: a percentage with its sign, anything else as a whole number token."""
-    bare = number.replace(",", "")
-    for form in {number, bare}:
-        tail = r"\s?%" if unit.strip() == "%" else r"(?![\d.])"
+    tail = r"\s?%" if unit.strip() == "%" else r"(?![\d.])"
+    for form in {number, number.replace(",", "")}:
         if re.search(r"(?<![\d.])" + re.escape(form) + tail, text):
             return True
     return False
