@@ -11,13 +11,12 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDialog,
                                QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox,
                                QPlainTextEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
-from core import ChunkStore, ChunkwiseError
+from core import PII_MASK, ChunkStore, ChunkwiseError
 from core.portable import export_file, import_file
 from core.store import KINDS, validate_chunk
 from .theme import colours
 from .words import kind_name
 
-MASK = "•" * 10
 
 
 def open_store(db_path: str, store: ChunkStore | None) -> tuple[ChunkStore | None, str]:
@@ -212,7 +211,7 @@ class LibraryDialog(QDialog):
         self.empty_hint.setVisible(not self.chunks and not self.search.text().strip()
                                    and self.kind_filter.currentData() is None)
         for row, c in enumerate(self.chunks):
-            shown = c.text if (c.kind != "pii" or self.reveal.isChecked()) else MASK
+            shown = c.text if (c.kind != "pii" or self.reveal.isChecked()) else PII_MASK
             cells = [kind_name(c.kind), c.label or "", shown.replace("\n", " ⏎ "),
                      " | ".join(x.text for x in c.contexts), str(c.use_count)]
             for col, value in enumerate(cells):
@@ -381,7 +380,7 @@ class LearnedDialog(QDialog):
             return
         self.table.setRowCount(len(self.rows))
         for row, (ctx, chunk) in enumerate(self.rows):
-            target = chunk.label or (MASK if chunk.kind == "pii" else chunk.text[:60])
+            target = chunk.label or (PII_MASK if chunk.kind == "pii" else chunk.text[:60])
             cells = [(ctx.learned_at or "").replace("T", " ")[:16],
                      "typed by you" if ctx.origin == "learned" else "turned down", ctx.text, f"{kind_name(chunk.kind)}: {target}"]
             for col, value in enumerate(cells):

@@ -8,9 +8,9 @@ from .decoding import Piece, Stats
 from .engine import Completion, Engine, GenerationRequest, Span
 from .errors import ChunkwiseError, ImportFormatError, ModelError, StoreError
 from .paths import bundled_model_path, default_db_path
-from .store import ChunkStore
+from .store import PII_MASK, ChunkStore
 
 __all__ = [
     "ChunkStore", "ChunkwiseError", "Completion", "Engine", "GenerationRequest", "ImportFormatError",
-    "ModelError", "Piece", "Span", "Stats", "StoreError", "bundled_model_path", "default_db_path",
+    "ModelError", "PII_MASK", "Piece", "Span", "Stats", "StoreError", "bundled_model_path", "default_db_path",
 ]

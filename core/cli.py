@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from .errors import ChunkwiseError
-from .store import KINDS
+from .store import KINDS, PII_MASK
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -198,10 +198,6 @@ def cmd_generate(args) -> int:
     return 0
 
 
-def _mask(text: str) -> str:
-    return "•" * min(len(text), 12)
-
-
 def cmd_chunks(args) -> int:
     from .portable import export_file, import_file
 
@@ -222,7 +218,7 @@ def cmd_chunks(args) -> int:
             for c in chunks:
                 record = c.as_record()
                 if c.kind == "pii" and not args.reveal:
-                    record["text"] = _mask(c.text)
+                    record["text"] = PII_MASK
                 rows.append({"id": c.id, **record, "use_count": c.use_count, "created_at": c.created_at,
                              "updated_at": c.updated_at})
             print(json.dumps(rows, ensure_ascii=False, indent=2))
@@ -231,7 +227,7 @@ def cmd_chunks(args) -> int:
                 print("The chunk store is empty. Add one with: chunkwise chunks add --kind pii --text ... --context ...")
             print(f"Personal information in this store: {store.encryption}.", file=sys.stderr)
             for c in chunks:
-                text = c.text if (args.reveal or c.kind != "pii") else _mask(c.text)
+                text = c.text if (args.reveal or c.kind != "pii") else PII_MASK
                 shown = text.replace("\n", "⏎")
                 if len(shown) > 60:
                     shown = shown[:59] + "…"

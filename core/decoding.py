@@ -32,7 +32,7 @@ from .knn import KnnLM
 from .matching import REPEATABLE_KINDS, ChunkMatcher, Proposal
 from .sampling import Sampler, StopMatcher, Utf8Stream
 from . import whose
-from .text import at_sentence_start, is_sentence, opens_paragraph
+from .text import at_clause_start, is_sentence, opens_paragraph
 
 LEAD_IN_WORDS = 0         # words the model may write before one of the user's values: none. After words the model
                           # added (" the", "'m"), the probe and classifier judge the model's sentence, not the
@@ -275,15 +275,15 @@ class Decoder:
         - where the user's text leads into it: at the cursor (LEAD_IN_WORDS), or
           at the start of a line the model breaks there, never after words the
           model made up;
-        - a whole sentence (a snippet) starts a sentence, never the middle of one;
+        - a whole sentence (a snippet) starts a sentence or a clause, never the middle of one;
         - whose: :meth:`writer_owns_slot`, unless the user typed this value
           after these very words before (a learned context says it is theirs).
         """
         lead_in = self._text[self._prompt_chars:]
         if len(lead_in.split()) > LEAD_IN_WORDS or any(ch in lead_in for ch in ".!?\n"):
             return False
-        if is_sentence(proposal.text) and not at_sentence_start(self._text):
-            return False
+        if is_sentence(proposal.text):
+            return at_clause_start(self._text)       # the writer's own sentence: whose it is needs no asking
         return proposal.learned or self.writer_owns_slot()
 
     def writer_owns_slot(self) -> bool:

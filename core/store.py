@@ -29,6 +29,8 @@ from .errors import StoreError
 
 SCHEMA_VERSION = 5
 KINDS = ("pii", "snippet", "phrase")
+# How a hidden personal value is shown (CLI, library): fixed, so it does not give away the value's length.
+PII_MASK = "\u2022" * 10
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 MAX_CHUNK_CHARS = 20_000
 MAX_CONTEXT_CHARS = 4_000

@@ -46,14 +46,15 @@ def is_sentence(text: str) -> bool:
     return bool(text) and text[0].isupper() and text[-1] in ".!?" and len(text.split()) >= 4
 
 
-def at_sentence_start(text: str) -> bool:
-    """Whether the next word would begin a sentence (after . ! ? : or a line break, or at the very start).
+def at_clause_start(text: str) -> bool:
+    """Whether the next word would begin a sentence or a clause (after . ! ? : ; , or a line break,
+    or at the very start): where a snippet sentence may go ("As for timing, I am free on Mondays.").
 
-    >>> at_sentence_start("Thanks for the files."), at_sentence_start("a meeting with")
-    (True, False)
+    >>> at_clause_start("Thanks for the files."), at_clause_start("As for timing,"), at_clause_start("a meeting with")
+    (True, True, False)
     """
     tail = text.rstrip(" \t")
-    return not tail or tail[-1] in ".!?:\n"
+    return not tail or tail[-1] in ".!?:;,\n"
 
 
 def opens_paragraph(text: str) -> bool:

@@ -128,3 +128,14 @@ def test_editor_without_a_display_says_so(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     out = subprocess.run([sys.executable, "main.py"], cwd=ROOT, capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 1 and "no display found" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_masked_values_do_not_give_away_their_length(tmp_path):
+    """Bug caught: a mask as long as the value ("•" * len) tells a shoulder-surfer a 4-digit PIN from an IBAN."""
+    db = tmp_path / "mask.db"
+    for text in ("1234", "DE85 1007 0000 0532 0130 57"):
+        assert run("chunks", "add", "--kind", "pii", "--text", text, "--context", "Mine is", db=db).returncode == 0
+    rows = json.loads(run("chunks", "list", "--json", db=db).stdout)
+    assert len({r["text"] for r in rows}) == 1 and "1234" not in json.dumps(rows)
+    lines = [line for line in run("chunks", "list", db=db).stdout.splitlines() if " pii " in line]
+    assert len(lines) == 2 and lines[0].split()[3] == lines[1].split()[3]
