@@ -246,9 +246,10 @@ class ModelWorker(QObject):
         self._cancel_refresh.clear()
         try:
             if "texts" in options:
-                from core.corpus import Document
+                from core.corpus import Document, own_words
 
-                docs = [Document(f"sent email {i + 1}", t) for i, t in enumerate(options["texts"])]
+                docs = [Document(f"sent email {i + 1}", own_words(t)) for i, t in enumerate(options["texts"])]
+                docs = [d for d in docs if d.text]
             else:
                 docs = read_corpus(options["paths"])
             result = mine(self.engine, docs, options.get("gamma", 0.5), knn=options.get("knn", True),

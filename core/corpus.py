@@ -13,7 +13,9 @@ import email
 import email.policy
 import mailbox
 import os
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -66,8 +68,43 @@ def _read_bytes(path: Path) -> bytes:
         raise CorpusError(f"Cannot read {path}: {exc.strerror or exc}.") from None
 
 
+# The languages mail-parser-reply knows reply and forward headers of ("On ... wrote:", "Am ... schrieb:").
+REPLY_LANGUAGES = ("en", "de", "fr", "es", "it", "nl", "da", "sv", "pl", "cs", "ja", "ko", "zh")
+# What a client leaves above a forwarded or quoted message once the parser has cut it away.
+_LEFT_MARKERS = re.compile(r"^\s*(-{2,}\s*(original message|forwarded message)\s*-{2,}|begin forwarded message:)\s*$",
+                           re.IGNORECASE)
+
+
+@lru_cache(maxsize=1)
+def _reply_parser():
+    from mailparser_reply import EmailReplyParser
+
+    return EmailReplyParser(languages=list(REPLY_LANGUAGES))
+
+
+def own_words(text: str) -> str:
+    r"""The writer's own part of a mail: quoted replies and forwarded messages left out.
+
+    Those are other people's words and details (their phone numbers, their
+    addresses), so they are not the user's to learn from.  mail-parser-reply
+    (maintained, multilingual) finds where a quoted or forwarded message
+    begins; lines quoted with ">" inside the reply go too.
+
+    >>> own_words("Thursday works.\n\nOn Tue, 3 Mar 2026 at 10:12, Tom <t@x.org> wrote:\n> My number is 0777 123 4567.")
+    'Thursday works.'
+    """
+    try:
+        mine = _reply_parser().parse_reply(text)
+    except (ValueError, IndexError, re.error):       # a parser failure keeps the text, minus quoted lines
+        mine = text
+    lines = [line for line in mine.splitlines() if not line.lstrip().startswith(">")]
+    while lines and (not lines[-1].strip() or _LEFT_MARKERS.match(lines[-1])):
+        lines.pop()
+    return "\n".join(lines).strip()
+
+
 def message_text(message: email.message.Message) -> str:
-    """The plain-text body of a mail message (quoted lines of a reply kept: they are the user's context)."""
+    """The plain-text body of a mail message, the writer's own words only (:func:`own_words`)."""
     if message.is_multipart():
         parts = [p for p in message.walk() if p.get_content_type() == "text/plain"
                  and not p.get_filename()]
@@ -81,7 +118,7 @@ def message_text(message: email.message.Message) -> str:
             texts.append(payload.decode(charset, errors="replace"))
         except LookupError:
             texts.append(payload.decode("utf-8", errors="replace"))
-    return "\n\n".join(t.replace("\r\n", "\n").strip() for t in texts if t.strip())
+    return "\n\n".join(own_words(t.replace("\r\n", "\n")) for t in texts if t.strip())
 
 
 def _read_eml(path: Path) -> list[Document]:
@@ -120,7 +157,7 @@ def _read_file(path: Path) -> list[Document]:
     data = _read_bytes(path)
     if data.startswith(b"From ") and b"\nFrom: " in data[:4096] and suffix not in TEXT_SUFFIXES:
         return _read_mbox(path)
-    text = _decode(data, str(path)).replace("\r\n", "\n")
+    text = own_words(_decode(data, str(path)).replace("\r\n", "\n"))
     return [Document(str(path), text)] if text.strip() else []
 
 

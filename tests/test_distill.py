@@ -3,6 +3,7 @@ import json
 import mailbox
 import math
 import sqlite3
+from pathlib import Path
 from email.message import EmailMessage
 
 import numpy as np
@@ -62,6 +63,29 @@ def test_reads_text_markdown_eml_mbox_and_folders(tmp_path):
     assert len(docs) == 5
     assert sum("moved to Thursday" in d.text for d in docs) == 3
     assert all("From:" not in d.text for d in docs)          # headers are not mined
+
+
+def test_quoted_replies_and_forwarded_mail_are_not_the_users_to_learn(tmp_path):
+    """Bug caught: mining a reply's quoted message stores other people's words and numbers as the user's."""
+    theirs = "Tom's mobile is 0777 123 4567 and his flat is 9 Quayside Lane."
+    reply = EmailMessage()
+    reply["From"], reply["To"], reply["Subject"] = "dana@example.com", "tom@example.com", "Re: Friday"
+    reply.set_content("Hi Tom,\n\nFriday suits me; the meeting moved to Thursday.\n\nBest,\nDana\n\n"
+                      f"On Tue, 3 Mar 2026 at 10:12, Tom Baker <tom@example.com> wrote:\n> {theirs}\n> Tom\n")
+    (tmp_path / "reply.eml").write_bytes(bytes(reply))
+    (tmp_path / "outlook.txt").write_text(
+        "Sounds good, see you there.\n\n-----Original Message-----\nFrom: Tom Baker\nSent: Monday\n"
+        f"To: Dana\nSubject: plan\n\n{theirs}\n", encoding="utf-8")
+    (tmp_path / "forward.txt").write_text(
+        "FYI, below.\n\n---------- Forwarded message ---------\nFrom: Tom <tom@example.com>\n"
+        f"Date: Mon, 2 Mar 2026\nSubject: flat\n\n{theirs}\n", encoding="utf-8")
+    (tmp_path / "german.txt").write_text(
+        f"Passt mir gut.\n\nAm 3. März 2026 um 10:12 schrieb Tom <tom@example.com>:\n> {theirs}\n", encoding="utf-8")
+    (tmp_path / "inline.txt").write_text(f"> {theirs}\nNoted, thanks.\n", encoding="utf-8")
+    docs = {Path(d.name).name: d.text for d in read_corpus([tmp_path])}
+    assert docs == {"reply.eml": "Hi Tom,\n\nFriday suits me; the meeting moved to Thursday.\n\nBest,\nDana",
+                    "outlook.txt": "Sounds good, see you there.", "forward.txt": "FYI, below.",
+                    "german.txt": "Passt mir gut.", "inline.txt": "Noted, thanks."}
 
 
 @pytest.mark.parametrize("content, message", [
