@@ -7,8 +7,9 @@ suggests from the model alone and Tools → Unlock library… asks again, withou
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
-from PySide6.QtWidgets import QInputDialog, QLineEdit
+from PySide6.QtWidgets import QInputDialog, QLineEdit, QMessageBox
 
 from core import crypto
 
@@ -16,18 +17,35 @@ PROMPT = ("This system has no keychain, so your personal information (phone, add
           "is encrypted with a passphrase. Enter it (a new store takes the one you choose now):")
 
 
-def ask_passphrase(parent=None, unlock: bool = False) -> bool:
+PROMPT_NEW = ("This system has no keychain, so your personal information (phone, address, …) in your new chunk\n"
+              "store will be encrypted with a passphrase. Choose one (nobody can recover it for you):")
+PROMPT_AGAIN = "Type the passphrase once more, to be sure:"
+
+
+def ask_passphrase(parent=None, unlock: bool = False, store: str | os.PathLike | None = None) -> bool:
     """Ask for the passphrase and keep it for this session; False: the user declined.
 
     At start (*unlock* False) nothing is asked where a keychain or CHUNKWISE_PASSPHRASE
     provides the key.  To unlock, the user is always asked: the earlier answer was missing or wrong.
+    A *store* file that does not exist yet takes a new passphrase: asked twice, as password
+    managers do, since a mistyped one would lock the user out of what they store next.
     """
     if not unlock and (os.environ.get("CHUNKWISE_PASSPHRASE") or crypto.keychain_available()):
         return True
     title = "Chunkwise: unlock your chunk library" if unlock else "Chunkwise: unlock your chunk store"
-    text, ok = QInputDialog.getText(parent, title, PROMPT, QLineEdit.Password)
-    if not ok or not text:
-        return False
+    new = store is not None and not Path(store).exists()
+    while True:
+        text, ok = QInputDialog.getText(parent, title, PROMPT_NEW if new else PROMPT, QLineEdit.Password)
+        if not ok or not text:
+            return False
+        if not new:
+            break
+        again, ok = QInputDialog.getText(parent, title, PROMPT_AGAIN, QLineEdit.Password)
+        if not ok:
+            return False
+        if again == text:
+            break
+        QMessageBox.warning(parent, title, "The two passphrases differ. Choose one and type it twice.")
     if unlock:
         os.environ.pop("CHUNKWISE_PASSPHRASE", None)   # read before the typed one: a wrong one would win again
     crypto.set_passphrase(text)

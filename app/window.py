@@ -314,7 +314,7 @@ class ComposeWindow(QMainWindow, EmailActions):
 
         from .passphrase import ask_passphrase
 
-        if not crypto.keychain_available() and not ask_passphrase(self, unlock=True):
+        if not crypto.keychain_available() and not ask_passphrase(self, unlock=True, store=self.store_path()):
             return False
         try:
             ChunkStore(self.store_path()).close()

@@ -1,0 +1,64 @@
+"""The editor's passphrase dialog, typed into as a user does (no keychain on this system)."""
+import pytest
+
+pytest.importorskip("pytestqt")
+from PySide6.QtCore import Qt, QTimer  # noqa: E402
+from PySide6.QtWidgets import QApplication, QInputDialog, QLineEdit, QMessageBox  # noqa: E402
+
+from app.passphrase import ask_passphrase  # noqa: E402
+from core import crypto  # noqa: E402
+
+
+@pytest.fixture
+def no_keychain(monkeypatch):
+    monkeypatch.delenv("CHUNKWISE_PASSPHRASE", raising=False)
+    monkeypatch.setattr(crypto, "keychain_available", lambda: False)
+    crypto.set_passphrase(None)
+    yield
+    crypto.set_passphrase(None)
+
+
+def answer(qtbot, typed: list[str | None], prompts: list[str], warnings: list[str]):
+    """Type each answer into the next passphrase dialog (None: press Escape); note the prompts."""
+    def step():
+        dialog = QApplication.activeModalWidget()
+        if isinstance(dialog, QMessageBox):                 # the mismatch warning: read it, press OK
+            warnings.append(dialog.text())
+            dialog.button(QMessageBox.Ok).click()
+            QTimer.singleShot(50, step)
+            return
+        if not isinstance(dialog, QInputDialog):
+            QTimer.singleShot(20, step)
+            return
+        prompts.append(dialog.labelText())
+        text = typed.pop(0)
+        if text is None:
+            qtbot.keyClick(dialog, Qt.Key_Escape)
+        else:
+            line = dialog.findChild(QLineEdit)
+            qtbot.keyClicks(line, text)
+            qtbot.keyClick(line, Qt.Key_Return)
+        if typed:
+            QTimer.singleShot(50, step)
+    QTimer.singleShot(0, step)
+
+
+def test_a_new_store_takes_its_passphrase_twice_and_a_mismatch_is_asked_again(qtbot, tmp_path, no_keychain):
+    """Bug caught: one mistyped passphrase for a new store locks the user out of all they store next."""
+    prompts, warnings = [], []
+    answer(qtbot, ["horse staple", "horse stapel", "horse staple", "horse staple"], prompts, warnings)
+    assert ask_passphrase(store=tmp_path / "new.db")
+    assert len(prompts) == 4 and "once more" in prompts[1] and "differ" in warnings[0]
+    assert crypto._passphrase_for(new=True) == "horse staple"
+
+
+def test_an_existing_store_asks_once_and_escape_declines(qtbot, tmp_path, no_keychain):
+    db = tmp_path / "old.db"
+    db.write_bytes(b"")
+    prompts, warnings = [], []
+    answer(qtbot, ["horse staple"], prompts, warnings)
+    assert ask_passphrase(store=db) and len(prompts) == 1 and not warnings
+    crypto.set_passphrase(None)
+    answer(qtbot, ["horse staple", None], prompts, warnings)       # a new store: Escape at the second ask
+    assert not ask_passphrase(store=tmp_path / "new.db")
+    assert crypto._passphrase_for(new=True) is None
