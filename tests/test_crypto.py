@@ -132,3 +132,25 @@ def test_deleted_pii_leaves_no_trace_in_the_file(tmp_path):
         store.remove_chunk(cid)
         store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     assert b"Dana Whitfield" not in raw_bytes(path)            # secure_delete zeroes freed pages
+
+
+def test_new_stores_use_the_slow_kdf_and_older_stores_still_open(tmp_path, monkeypatch):
+    """Bugs caught: a new store keyed with the fast N = 2^14 scrypt (cheap to brute-force), and an
+    upgrade that locks users out of stores made with the earlier scheme."""
+    monkeypatch.setenv("CHUNKWISE_PASSPHRASE", "horse staple")
+    with ChunkStore(tmp_path / "new.db") as store:
+        store.add_chunk("(555) 123-4567", "pii", ["Call me at"])
+    meta = dict(sqlite3.connect(tmp_path / "new.db").execute("SELECT key, value FROM meta").fetchall())
+    assert meta["key_kdf"] == crypto.KDF_NEW and crypto.KDF_SCHEMES[meta["key_kdf"]]["n"] >= 2**17
+
+    salt = bytes(range(16))                       # a store made before key_kdf existed (scheme v1)
+    old = crypto.StoreKey(crypto.derive("horse staple", salt, "v1"), "passphrase", "v1")
+    saved = {}
+    old_meta = {"store_id": "old", "key_source": "passphrase", "key_salt": "AAECAwQFBgcICQoLDA0ODw==",
+                "key_check": old.encrypt_text(crypto.CHECK_PLAINTEXT)}
+    key = crypto.open_key(old_meta, saved.update)
+    assert key.decrypt_text(old.encrypt_text("(555) 123-4567")) == "(555) 123-4567"
+    assert key.fingerprint("x") == old.fingerprint("x") and not saved       # its fingerprints still match
+    assert crypto.mac_key(bytes(32), "v2") != crypto.mac_key(bytes(32), "v1")
+    with pytest.raises(StoreError, match="newer Chunkwise"):
+        crypto.open_key({**old_meta, "key_kdf": "v9"}, saved.update)
