@@ -7,7 +7,8 @@ at the cursor (whitened final state and local vector, the same features the
 chunk index uses) and says which field, if any, comes next, and whether it is
 the writer's own or someone else's:
 
-    classes: one per field type in core/data/slot_training.json (phone, email, address, name, company, ...),
+    classes: one per field type in core/data/slot_training*.json (phone, email, address, name, company, ...,
+             and kinds of snippet sentence: availability, closing_line, introduction, directions),
              plus "third_party" (someone else's detail, a time, a place) and "none" (ordinary text)
 
 It is a multinomial logistic regression trained once per model on that shipped,
@@ -38,11 +39,12 @@ from .paths import shipped_for_model
 from .text import current_sentence, words
 
 TRAINING_FILE = BACKGROUND_FILE.parent / "slot_training.json"
-# Three batches written independently (by different authors, none seeing the evaluation data; the
-# third was commissioned after evaluation runs, and any fragment whose last line matches the last
-# line of a bench/data/personal case was removed from it).
-TRAINING_FILES = (TRAINING_FILE, BACKGROUND_FILE.parent / "slot_training_2.json",
-                  BACKGROUND_FILE.parent / "slot_training_3.json")
+# Five batches written independently (by different authors, none seeing the evaluation data; the
+# third and fifth were commissioned after evaluation runs, and any fragment whose last line matches
+# the last line of a bench/data/personal case was removed from them).  The fourth adds the kinds of
+# snippet sentence people keep (availability, closing line, introduction, directions): a snippet
+# whose stored contexts read as one of them is typed like a phone number is.
+TRAINING_FILES = (TRAINING_FILE, *(BACKGROUND_FILE.parent / f"slot_training_{i}.json" for i in range(2, 6)))
 SLOTS_VERSION = 1
 NONE, THIRD_PARTY = "none", "third_party"
 PACK_TOKENS = 448        # training fragments are packed into passes of about this many tokens
