@@ -80,7 +80,9 @@ def test_the_writer_probe_decides_whether_a_value_goes_in(profile_engine, monkey
 
 
 @pytest.mark.parametrize("prompt", ["Hi,\n\nCheck out Sam's portfolio, it's at",
-                                    "Hi,\n\nFor billing questions, call our billing team at"])
+                                    "Hi,\n\nIf the line drops during the call, please ring her directly at",
+                                    "Hi,\n\nFor anything urgent, my husband's mobile is",
+                                    "Hi,\n\nIf I'm not around, call my colleague on"])
 def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_says(profile_engine, monkeypatch,
                                                                                     prompt):
     """The lexical cue outranks the probe: "Sam's portfolio" is Sam's even where the model leans to "my".
