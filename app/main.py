@@ -63,9 +63,7 @@ def run_app(argv: list[str] | None = None) -> int:
     app.setApplicationName("Chunkwise")
     apply_desktop_theme(app)
     settings, notes = load_settings()
-    from core.paths import default_db_path
-
-    if not ask_passphrase(store=settings.db_path or default_db_path()):
+    if not ask_passphrase(store=settings.store_path()):
         notes.append("No passphrase given: the chunk store stays locked for this session; "
                      "suggestions come from the model alone. Tools → Unlock library… unlocks it later.")
     window_ref: list = []

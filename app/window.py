@@ -643,9 +643,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         dialog.exec()
 
     def store_path(self) -> str:
-        from core.paths import default_db_path
-
-        return self.settings.db_path or str(default_db_path())
+        return self.settings.store_path()
 
     def add_selection_as_snippet(self) -> int | None:
         """Edit → Add selection as snippet: the chunk dialog, its context filled with the words before

@@ -15,7 +15,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from .paths import atomic_write
+from .paths import atomic_write, default_db_path
 
 SCHEMA_VERSION = 2
 
@@ -46,6 +46,10 @@ class Settings:
         "n_ctx": (256, 32768), "threads": (0, 64), "max_tokens": (1, 256), "temperature": (0.0, 2.0),
         "debounce_ms": (0, 5000), "threshold": (0.0, 1.0),
     }
+
+    def store_path(self) -> str:
+        """The chunk store these settings name: ``db_path``, else CHUNKWISE_DB or the user data directory."""
+        return self.db_path or str(default_db_path())
 
     def validated(self) -> tuple["Settings", list[str]]:
         """A copy with out-of-range values reset to defaults, and what was reset."""
