@@ -13,6 +13,8 @@ hold for any phrasing.
 []
 >>> find_details("We are at 221 Baker Street, London.")
 [('address', 10, 26)]
+>>> [f[0] for f in find_details("Ship to 1234 Elmstead, Boston")], find_details("See you 5 May, Tom. At 2 PM, Joe.")
+(['address'], [])
 """
 from __future__ import annotations
 
@@ -23,13 +25,24 @@ _PHONE = re.compile(r"(?<![\w@/.])\+?\(?\d[\d \t().\-/]{5,}\d(?![\w@])")
 _EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
 _URL = re.compile(r"(?:https?://|www\.)[^\s,;]+|\b[\w\-]+(?:\.[\w\-]+)*\.(?:com|org|net|io|dev|de|uk|fr|eu)"
                   r"(?:/[^\s,;]*)?", re.IGNORECASE)
+# Capitalised words after a number that are not a place: times, months, days, units.
+_NOT_PLACE = (r"(?:AM|PM|January|February|March|April|May|June|July|August|September|October|November|December|"
+              r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|Monday|Tuesday|Wednesday|Thursday|Friday|"
+              r"Saturday|Sunday|Mon|Tue|Tues|Wed|Thu|Thurs|Fri|Sat|Sun|Euros?|Dollars?|Pounds?|Percent|Hours?|"
+              r"Minutes?|Days?|Weeks?|Months?|Years?|Pages?|People|Items?|Users?)")
 # A street address: a house number, capitalised words, a street-type word (any order of the two
 # conventions: "221 Baker Street", "Hauptstraße 5").
 _STREET_TYPES = (r"Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|Way|Court|Ct|Place|Pl|"
                  r"Square|Sq|Terrace|Close|Crescent|Parkway|Highway|Hwy|Row|Gardens|Rue|Straße|Strasse|str|"
                  r"Weg|Platz|Allee|Gasse|Via|Calle|Avenida")
 _ADDRESS = re.compile(rf"\b\d{{1,5}}[A-Za-z]?\s+(?:[A-Z][\w'\-]*\.?\s+){{0,3}}(?:{_STREET_TYPES})\b\.?"
-                      rf"|\b[A-Z][\w\-]*(?:straße|strasse|weg|platz|allee|gasse)\s+\d{{1,5}}[A-Za-z]?\b")
+                      rf"|\b[A-Z][\w\-]*(?:straße|strasse|weg|platz|allee|gasse)\s+\d{{1,5}}[A-Za-z]?\b"
+                      # the parts of an address that need no street word: "Suite 100", "Apt 4B", "PO Box 12",
+                      r"|\b(?:Suite|Ste|Apt|Apartment|Unit|Flat|P\.?\s?O\.?\s?Box)\.?\s+#?\d{1,5}[A-Za-z]?\b"
+                      # "Boston, MA 02110", "London SW1A 1AA",
+                      r"|\b[A-Z][a-z]+,?\s+[A-Z]{2}\s+\d{5}(?:-\d{4})?\b|\b[A-Z]{1,2}\d[A-Z\d]?\s+\d[A-Z]{2}\b"
+                      # and a house number, a name and a comma ("1234 Elmstead, Boston"), not "2 PM, ", "5 May, " or "in 2026 Paris, ".
+                      rf"|\b(?!(?:19|20)\d\d\b)\d{{1,5}}\s+(?!{_NOT_PLACE}\b)[A-Z][a-z]{{2,}}(?:\s+[A-Z][a-z]{{2,}}){{0,2}},\s+[A-Z][a-z]")
 
 
 # Dates, year ranges and time ranges have phone-like digit counts.

@@ -14,6 +14,9 @@ from core.engine import GenerationRequest
     ("visit https://anamarin.design", "web"),
     ("We live at 1000 Elmwood Road, Springfield", "address"),
     ("Lindenstraße 42, 10969 Berlin", "address"),
+    # no street word: what the model wrote after "Billing address:" in bench/personal.py
+    ("Billing address: 1234 Elmstead, Suite 100, Boston, MA", "address"),
+    ("Send it to PO Box 77, please", "address"),
 ])
 def test_shapes_are_found(text, shape):
     assert [s for s, _, _ in find_details(text)] == [shape]
@@ -28,6 +31,8 @@ def test_shapes_are_found(text, shape):
     "See you on August 15, we can talk then.",
     "The 2023-2024 report and the 2026-05-12 release.",
     "Open 9.00-17.00 on weekdays.",
+    "See you 5 May, Tom. At 2 PM, Joe will call.",
+    "In 2026 Berlin, Paris and Rome host it; 12 People, Ana included.",
 ])
 def test_ordinary_numbers_are_not_details(text):
     assert find_details(text) == []
