@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import machine, save_plot, table  # noqa: E402
 from core import ChunkStore, Engine  # noqa: E402
+from core.index import index_files  # noqa: E402
 from core.matching import ChunkMatcher  # noqa: E402
 from core.store import source_hash  # noqa: E402
 
@@ -161,7 +162,8 @@ def main() -> None:
             recall = float(np.mean([e in f for e, f in zip(exact, found)]))
             del keys
             lat[n] = times
-            files = (Path(tmp) / "chunks.db").stat().st_size / 2**20, (Path(tmp) / "index.hnsw").stat().st_size / 2**20
+            files = ((Path(tmp) / "chunks.db").stat().st_size / 2**20,
+                     sum(f.stat().st_size for f in index_files(Path(tmp) / "index.hnsw")) / 2**20)
             rows.append([f"{n:,}", f"{np.percentile(times, 50):.3f}", f"{np.percentile(times, 90):.3f}",
                          f"{np.percentile(times, 99):.3f}", f"{build:.1f}", f"{reload:.1f}", f"{mem:.0f}",
                          f"{files[0]:.0f}", f"{files[1]:.0f}", f"{recall:.3f}"])

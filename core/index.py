@@ -1,13 +1,19 @@
 """An HNSW index (hnswlib, cosine) over context keys, persisted beside the
 database and kept in agreement with it.
 
-Labels are the ``encodings`` row ids of the store.  A sidecar JSON file
-records, for every label in the index file, the ``source_hash`` of the
-encoding it was built from.  On load the sidecar is compared with the
-database: labels that vanished are marked deleted, new or changed ones are
-(re)inserted, and a sidecar that is missing, unreadable or from another
-model makes the index rebuild from the database.  Files are written to a
-temporary name and renamed into place, so a crash never leaves a torn index.
+Labels are the ``encodings`` row ids of the store.  The index is a
+versioned pair: a data file with a fresh name (``<path>.<generation>.bin``,
+hnswlib's format) and a manifest at ``<path>`` (JSON) that names it, its
+size, and for every label the ``source_hash`` of the encoding it was built
+from.  Saving writes the data file first and then replaces the manifest,
+the one commit point; older data files are removed after it.  A crash at
+any moment leaves a manifest and the very file it was written with (never a
+manifest beside another save's data), so a torn save cannot be loaded.
+
+On load the manifest is compared with the database: labels that vanished
+are marked deleted, new or changed ones are (re)inserted, and a manifest
+that is missing, unreadable, from another model, or whose data file is
+missing or of another size makes the index rebuild from the database.
 
 >>> import numpy as np
 >>> idx = VectorIndex(dim=4)
@@ -17,15 +23,16 @@ temporary name and renamed into place, so a crash never leaves a torn index.
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-SIDE_FORMAT = 1
+MANIFEST_FORMAT = 2     # 1: the index at <path> and a sidecar at <path>.json (torn by a crash between them)
 
 
 class VectorIndex:
@@ -94,25 +101,27 @@ class VectorIndex:
     # ------------------------------------------------------------ persistence
 
     def save(self, path: str | os.PathLike, model_identity: str) -> None:
-        """Write index and sidecar atomically (temp file + rename, sidecar last)."""
+        """Write a new data file, then the manifest at *path* that names it (the commit point)."""
+        from .paths import atomic_write
+
         path = Path(path)
-        folder = path.parent
-        fd, tmp = tempfile.mkstemp(prefix=".hnsw-", dir=folder)
-        os.close(fd)
+        data = path.with_name(f"{path.name}.{secrets.token_hex(6)}.bin")
+        # Created owner-only before hnswlib writes into it; no manifest names it until it is
+        # complete, and a data file a crash cut short is removed by the next save.
+        os.close(os.open(data, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         try:
-            self._index.save_index(tmp)
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        side = {"format": SIDE_FORMAT, "model": model_identity, "dim": self.dim,
-                "labels": {str(k): v for k, v in self.hashes.items()}}
-        fd, tmp = tempfile.mkstemp(prefix=".hnsw-", suffix=".json", dir=folder)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(side, fh)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, sidecar_path(path))
+            self._index.save_index(str(data))
+            with open(data, "rb+") as fh:
+                os.fsync(fh.fileno())             # on disk before a manifest can name it
+        except BaseException:
+            data.unlink(missing_ok=True)
+            raise
+        manifest = {"format": MANIFEST_FORMAT, "model": model_identity, "dim": self.dim, "file": data.name,
+                    "size": data.stat().st_size, "labels": {str(k): v for k, v in self.hashes.items()}}
+        atomic_write(path, json.dumps(manifest))
+        for old in [*data_files(path), Path(str(path) + ".json")]:
+            if old != data:
+                old.unlink(missing_ok=True)       # earlier saves, and format 1's sidecar
 
     @classmethod
     def load_or_build(cls, path: str | os.PathLike | None, model_identity: str, dim: int,
@@ -124,7 +133,7 @@ class VectorIndex:
         index and what happened: ``"loaded"``, ``"repaired"`` or ``"rebuilt"``.
         """
         index, status = None, "rebuilt"
-        if path is not None and Path(path).exists() and sidecar_path(path).exists():
+        if path is not None and Path(path).exists():
             index = cls._try_load(Path(path), model_identity, dim)
             status = "loaded" if index is not None else "rebuilt"
         if index is not None and index.dead > max(1000, len(wanted) // 2):
@@ -150,19 +159,23 @@ class VectorIndex:
         import hnswlib
 
         try:
-            side = json.loads(sidecar_path(path).read_text(encoding="utf-8"))
-            if side.get("format") != SIDE_FORMAT or side.get("model") != model_identity or side.get("dim") != dim:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+            if (manifest.get("format") != MANIFEST_FORMAT or manifest.get("model") != model_identity
+                    or manifest.get("dim") != dim):
                 return None
-            hashes = {int(k): str(v) for k, v in side["labels"].items()}
+            data = path.with_name(str(manifest["file"]))
+            if data.parent != path.parent or data not in data_files(path) or data.stat().st_size != manifest["size"]:
+                return None
+            hashes = {int(k): str(v) for k, v in manifest["labels"].items()}
             obj = cls.__new__(cls)
             obj.dim, obj._ef = dim, 32
             obj._index = hnswlib.Index(space="cosine", dim=dim)
-            obj._index.load_index(str(path), max_elements=max(16, len(hashes) + 16))
+            obj._index.load_index(str(data), max_elements=max(16, len(hashes) + 16))
             obj._index.set_ef(obj._ef)
             present = set(int(x) for x in obj._index.get_ids_list())
             if not set(hashes) <= present:
                 return None
-            # Labels in the file but not in the sidecar were half-written: drop them.
+            # Labels in the file but not in the manifest were deleted before the save: keep them out.
             for lab in present - set(hashes):
                 try:
                     obj._index.mark_deleted(lab)
@@ -170,9 +183,17 @@ class VectorIndex:
                     pass
             obj.hashes = hashes
             return obj
-        except (OSError, ValueError, KeyError, RuntimeError, TypeError):
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError, UnicodeDecodeError):
             return None
 
 
-def sidecar_path(path: str | os.PathLike) -> Path:
-    return Path(str(path) + ".json")
+def data_files(path: str | os.PathLike) -> list[Path]:
+    """The data files saved under the manifest at *path* (one, but for a save a crash cut short)."""
+    path = Path(path)
+    return sorted(path.parent.glob(f"{glob.escape(path.name)}.*.bin"))
+
+
+def index_files(path: str | os.PathLike) -> list[Path]:
+    """Every file of the index at *path* that exists: the manifest and its data files."""
+    path = Path(path)
+    return [p for p in (path, *data_files(path)) if p.exists()]

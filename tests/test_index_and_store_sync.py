@@ -1,7 +1,7 @@
 """The persisted HNSW index never disagrees with the database."""
 import numpy as np
 
-from core.index import VectorIndex, sidecar_path
+from core.index import VectorIndex, data_files
 from core.store import ChunkStore
 from tests.conftest import paper_profile
 
@@ -38,13 +38,16 @@ def test_load_repairs_a_stale_index(tmp_path):
     # another model's index, or a broken sidecar, is rebuilt from the database
     _, status = VectorIndex.load_or_build(path, "model-B", 8, wanted, fetch)
     assert status == "rebuilt"
-    sidecar_path(path).write_text("{not json")
+    path.write_text("{not json")
     rebuilt, status = VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch)
     assert status == "rebuilt" and rebuilt.hashes == wanted
-    path.write_bytes(b"garbage")
     rebuilt.save(path, "model-A")
+    (data,) = data_files(path)                        # earlier saves' data files are gone
     _, status = VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch)
     assert status == "loaded"
+    data.write_bytes(data.read_bytes()[:-8])          # a data file that is not the one the manifest names
+    _, status = VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch)
+    assert status == "rebuilt"
 
 
 def test_engine_keeps_the_index_in_step_with_the_store(tmp_path, make_engine):

@@ -103,34 +103,46 @@ def test_kill_during_mining_keeps_all_or_nothing(tmp_path):
 
 
 def test_kill_during_index_save_is_repaired_on_start(tmp_path, make_engine):
+    """Killed between writing a save's data file and its manifest, after a chunk was deleted: the
+    next start must load the previous save whole and repair it (format 1 loaded the new data with
+    the old sidecar: the deleted chunk's labels raised 'already deleted' or never matched)."""
+    from core import GenerationRequest
     from tests.conftest import paper_profile
 
     db = tmp_path / "chunks.db"
     with ChunkStore(db) as store:
         for field, entry in paper_profile().items():
             store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
+    first = make_engine(store=ChunkStore(db))
+    first.refresh()                                          # a complete save
+    first.store.close()
     run_until_marker(f"""
         import os, time
-        from core import index as ix
+        from core import ChunkStore
         original = os.replace
         def replace_then_die(src, dst):
-            if str(dst).endswith(".hnsw") and not str(src).endswith(".json"):
-                print("KILL-ME", flush=True)            # the new index is written, not yet in place
+            if str(dst).endswith(".hnsw"):
+                print("KILL-ME", flush=True)                 # the new data file is written, the manifest not yet
                 time.sleep(60)
             return original(src, dst)
-        ix.os.replace = replace_then_die
+        os.replace = replace_then_die
         from core import Engine
-        Engine(store={str(db)!r}, n_threads=2).refresh()
+        store = ChunkStore({str(db)!r})
+        (email,) = [c for c in store.list_chunks() if c.label == "email"]
+        store.remove_chunk(email.id)
+        Engine(store=store, n_threads=2).refresh()
     """, tmp_path)
     engine = make_engine(store=ChunkStore(db))
     engine.refresh()
-    assert engine.index_status in ("rebuilt", "repaired")
-    expected = sum(min(4, len(e["contexts"])) for e in paper_profile().values())
+    assert engine.index_status == "repaired"                 # the old save, loaded whole, then brought up to date
+    expected = sum(min(4, len(e["contexts"])) for f, e in paper_profile().items() if f != "email")
     assert len(engine.matcher) == expected
-    from core import GenerationRequest
-
+    assert set(engine.matcher.index.hashes) == {r.label for r in engine.store.valid_encodings(engine.model_id)}
     out = engine.generate(GenerationRequest("Hi Tom,\n\nPlease give me a call at", max_tokens=12))
     assert out.spans and out.spans[0].kind == "pii"
+    engine.refresh()                                         # saved again: one data file is left
+    from core.index import data_files
+    assert len(data_files(engine.index_path)) == 1
 
 
 def test_kill_during_a_migration_leaves_a_store_that_opens(tmp_path):
