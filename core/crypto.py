@@ -40,7 +40,12 @@ KDF_SCHEMES = {"v1": {"n": 2**14, "r": 8, "p": 1}, "v2": {"n": 2**17, "r": 8, "p
 KDF_NEW = "v2"
 
 _lock = threading.Lock()
-_passphrase: str | None = None                     # given once per process (dialog or prompt)
+# A typed passphrase (the editor's dialog) is held only until it has opened a store: then the
+# store's key is kept (_unlocked, by the store's salt) and the passphrase dropped, as password
+# managers keep the vault key, not the master password.  CHUNKWISE_PASSPHRASE lives in the
+# environment for the whole process anyway, so keys derived from it are cached by it (_derived).
+_passphrase: str | None = None
+_unlocked: dict[tuple[bytes, str], bytes] = {}
 _derived: dict[tuple[str, bytes, str], bytes] = {}
 PassphrasePrompt = Callable[[bool], "str | None"]   # (new store?) -> passphrase or None
 _prompt: PassphrasePrompt | None = None
@@ -108,14 +113,18 @@ def mac_key(key: bytes, scheme: str = KDF_NEW) -> bytes:
 
 
 def derive(passphrase: str, salt: bytes, scheme: str = KDF_NEW) -> bytes:
-    """The store key from a passphrase: scrypt with the store's scheme (cached per process, not on disk)."""
+    """The store key from a passphrase: scrypt with the store's scheme."""
     params = KDF_SCHEMES[scheme]
+    return hashlib.scrypt(passphrase.encode("utf-8"), salt=salt, dklen=32,
+                          maxmem=256 * params["n"] * params["r"], **params)
+
+
+def _environment_key(passphrase: str, salt: bytes, scheme: str) -> bytes:
+    """derive() for CHUNKWISE_PASSPHRASE, cached per process (not on disk)."""
     with _lock:
         cached = _derived.get((passphrase, salt, scheme))
         if cached is None:
-            cached = hashlib.scrypt(passphrase.encode("utf-8"), salt=salt, dklen=32,
-                                    maxmem=256 * params["n"] * params["r"], **params)
-            _derived[(passphrase, salt, scheme)] = cached
+            cached = _derived[(passphrase, salt, scheme)] = derive(passphrase, salt, scheme)
         return cached
 
 
@@ -151,14 +160,25 @@ def keychain_available() -> bool:
         return False
 
 
-def _passphrase_for(new: bool) -> str | None:
-    if os.environ.get("CHUNKWISE_PASSPHRASE"):
-        return os.environ["CHUNKWISE_PASSPHRASE"]
-    if _passphrase:
-        return _passphrase
-    if _prompt is not None:
-        return _prompt(new)
-    return None
+def _passphrase_key(salt: bytes, scheme: str, new: bool) -> tuple[bytes | None, bool]:
+    """(key, typed): from CHUNKWISE_PASSPHRASE, a store unlocked before in this process, or a typed
+    passphrase (the dialog's, or the command line's prompt); (None, False) when there is none."""
+    env = os.environ.get("CHUNKWISE_PASSPHRASE")
+    if env:
+        return _environment_key(env, salt, scheme), False
+    with _lock:
+        if (salt, scheme) in _unlocked:
+            return _unlocked[(salt, scheme)], False
+    typed = _passphrase or (_prompt(new) if _prompt is not None else None)
+    return (derive(typed, salt, scheme), True) if typed else (None, False)
+
+
+def _keep_unlocked(salt: bytes, scheme: str, raw: bytes) -> None:
+    """The typed passphrase opened this store: keep its key, drop the passphrase."""
+    global _passphrase
+    with _lock:
+        _unlocked[(salt, scheme)] = raw
+        _passphrase = None
 
 
 def open_key(meta: dict, save_meta: Callable[[dict], None]) -> StoreKey:
@@ -175,6 +195,7 @@ def open_key(meta: dict, save_meta: Callable[[dict], None]) -> StoreKey:
     scheme = KDF_NEW if new else meta.get("key_kdf", "v1")
     if scheme not in KDF_SCHEMES:
         raise StoreError("This chunk store's key was made by a newer Chunkwise; update Chunkwise to open it.")
+    typed = False
     if new:
         passphrase = os.environ.get("CHUNKWISE_PASSPHRASE") or _passphrase
         source = "passphrase" if passphrase or not keychain_available() else "keychain"
@@ -184,12 +205,11 @@ def open_key(meta: dict, save_meta: Callable[[dict], None]) -> StoreKey:
             raise StoreError("The key of this chunk store is kept in the system keychain, which is not available "
                              "now. Open Chunkwise in your desktop session, where the keychain is unlocked.")
     else:
-        passphrase = _passphrase_for(new)
-        if not passphrase:
+        raw, typed = _passphrase_key(salt, scheme, new)
+        if raw is None:
             raise StoreError("Your personal information in the chunk store is encrypted with a passphrase and no "
                              "system keychain is available: set CHUNKWISE_PASSPHRASE or run Chunkwise "
                              "interactively to be asked for it.")
-        raw = derive(passphrase, salt, scheme)
     key = StoreKey(raw, source, scheme)
     if new:
         save_meta({"store_id": store_id, "key_source": source, "key_salt": base64.b64encode(salt).decode(),
@@ -203,4 +223,6 @@ def open_key(meta: dict, save_meta: Callable[[dict], None]) -> StoreKey:
             raise StoreError("Wrong passphrase for this chunk store: your personal information in it cannot be "
                              "decrypted." if source == "passphrase" else
                              "The keychain's key does not match this chunk store.")
+    if source == "passphrase" and typed:
+        _keep_unlocked(salt, scheme, raw)
     return key

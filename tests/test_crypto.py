@@ -63,6 +63,26 @@ def test_wrong_or_missing_passphrase(tmp_path, monkeypatch):
         crypto.set_passphrase(None)
 
 
+def test_a_typed_passphrase_is_dropped_once_it_has_opened_the_store(tmp_path, monkeypatch):
+    """The dialog's passphrase is not kept: the store's key is, so the library reopens without it;
+    another store (another salt) is not opened by that key."""
+    secret = "a passphrase typed into the dialog"
+    monkeypatch.delenv("CHUNKWISE_PASSPHRASE", raising=False)
+    monkeypatch.setattr(crypto, "keychain_available", lambda: False)
+    crypto.set_passphrase(secret)
+    try:
+        with ChunkStore(tmp_path / "mine.db") as store:
+            store.add_chunk(PHONE, "pii", ["Call me at"], label="phone")
+        assert crypto._passphrase is None
+        assert not any(secret in repr(k) for k in crypto._derived)
+        with ChunkStore(tmp_path / "mine.db") as store:                # the library dialog's second open
+            assert store.get_chunk(1).text == PHONE
+        with pytest.raises(StoreError, match="CHUNKWISE_PASSPHRASE"):
+            ChunkStore(tmp_path / "other.db")
+    finally:
+        crypto.set_passphrase(None)
+
+
 class MemoryKeyring:
     """A stand-in for the OS keychain (no keychain exists on a test machine)."""
 

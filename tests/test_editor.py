@@ -1,5 +1,6 @@
 """The desktop editor, offscreen, against the real default model (pytest-qt)."""
 import json
+import os
 import re
 from dataclasses import replace
 
@@ -579,7 +580,7 @@ def test_a_locked_library_leaves_the_model_running_and_unlocks_without_a_restart
     db = tmp_path / "sealed.db"
     with ChunkStore(db) as store:                        # sealed with conftest's passphrase
         phone = store.add_chunk("(555) 123-4567", "pii", ["My phone number is", "Call me at"], label="phone")
-    passphrase = crypto._passphrase_for(False)
+    passphrase = os.environ["CHUNKWISE_PASSPHRASE"]
     monkeypatch.delenv("CHUNKWISE_PASSPHRASE")            # a session that was not given it
     monkeypatch.setattr(crypto, "_passphrase", None)
     monkeypatch.setattr(crypto, "keychain_available", lambda: False)

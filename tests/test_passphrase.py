@@ -7,6 +7,8 @@ from PySide6.QtWidgets import QApplication, QInputDialog, QLineEdit, QMessageBox
 
 from app.passphrase import ask_passphrase  # noqa: E402
 from core import crypto  # noqa: E402
+from core.errors import StoreError  # noqa: E402
+from core.store import ChunkStore  # noqa: E402
 
 
 @pytest.fixture
@@ -43,13 +45,18 @@ def answer(qtbot, typed: list[str | None], prompts: list[str], warnings: list[st
     QTimer.singleShot(0, step)
 
 
-def test_a_new_store_takes_its_passphrase_twice_and_a_mismatch_is_asked_again(qtbot, tmp_path, no_keychain):
+def test_a_new_store_takes_its_passphrase_twice_and_a_mismatch_is_asked_again(qtbot, tmp_path, no_keychain,
+                                                                              monkeypatch):
     """Bug caught: one mistyped passphrase for a new store locks the user out of all they store next."""
     prompts, warnings = [], []
     answer(qtbot, ["horse staple", "horse stapel", "horse staple", "horse staple"], prompts, warnings)
     assert ask_passphrase(store=tmp_path / "new.db")
     assert len(prompts) == 4 and "once more" in prompts[1] and "differ" in warnings[0]
-    assert crypto._passphrase_for(new=True) == "horse staple"
+    with ChunkStore(tmp_path / "new.db") as store:                      # keyed with the agreed passphrase
+        store.add_chunk("+44 7700 900123", "pii", ["Call me on"], label="phone")
+    monkeypatch.setenv("CHUNKWISE_PASSPHRASE", "horse staple")
+    with ChunkStore(tmp_path / "new.db") as store:
+        assert store.get_chunk(1).text == "+44 7700 900123"
 
 
 def test_an_existing_store_asks_once_and_escape_declines(qtbot, tmp_path, no_keychain):
@@ -61,4 +68,5 @@ def test_an_existing_store_asks_once_and_escape_declines(qtbot, tmp_path, no_key
     crypto.set_passphrase(None)
     answer(qtbot, ["horse staple", None], prompts, warnings)       # a new store: Escape at the second ask
     assert not ask_passphrase(store=tmp_path / "new.db")
-    assert crypto._passphrase_for(new=True) is None
+    with pytest.raises(StoreError, match="passphrase"):                # declined: nothing to key a store with
+        ChunkStore(tmp_path / "new.db")
