@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import machine, save_plot, table  # noqa: E402
 from core import ChunkStore, Engine  # noqa: E402
+from core.encoding import local_mean  # noqa: E402
 from core.index import index_files  # noqa: E402
 from core.matching import ChunkMatcher  # noqa: E402
 from core.store import source_hash  # noqa: E402
@@ -114,7 +115,7 @@ def main() -> None:
         rt.reset()
         out = rt.eval(toks, outputs="all")
         for i in range(3, len(toks)):
-            queries.append((out.hidden[i], out.hidden[i - 2:i + 1].mean(axis=0), rt.detokenize(toks[1:i + 1])))
+            queries.append((out.hidden[i], local_mean(out.hidden, i), rt.detokenize(toks[1:i + 1])))
     print(f"Machine: {machine()}\nModel: {rt.name} (dim {rt.n_embd}); {len(queries)} distinct real query states, "
           f"{args.queries} timed proposals per size\n")
     rows, lat = [], {}

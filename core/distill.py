@@ -29,7 +29,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .corpus import Document
-from .encoding import LOCAL_WINDOW, join_context
+from .encoding import join_context, local_mean
 from .errors import ChunkwiseError
 from .llama_runtime import LlamaRuntime
 from .sampling import log_softmax
@@ -317,9 +317,8 @@ class Miner:
             # encoded again: keep only cuts where that gives back the text.
             if context.strip() and text.strip() and context == context.rstrip(" \t") \
                     and join_context(context, text) == context + text:
-                local = scored.hidden[max(scored.first, start - LOCAL_WINDOW):start]
                 ctx = MinedContext(context, int(tokens[start - 1]), scored.hidden[start - 1].copy(),
-                                   local.mean(axis=0))
+                                   local_mean(scored.hidden, start - 1, first=scored.first))
                 return MinedChunk(text, tuple(int(t) for t in tokens[start:end]), [ctx], 1)
             start += 1
         return None

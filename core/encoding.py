@@ -32,11 +32,21 @@ from .llama_runtime import LlamaRuntime
 from .paths import shipped_for_model
 from .store import Encoding, PendingEncoding
 
-LOCAL_WINDOW = 3          # states averaged into the local vector
+LOCAL_WINDOW = 3          # states averaged into the local vector (local_mean)
 SHRINKAGE = 0.05          # covariance shrinkage toward a scaled identity
 MAX_BACKGROUND = 4000     # background positions kept for calibration
 BACKGROUND_STRIDE = 2     # every 2nd paragraph: ~1,900 positions, half the start-up cost
 BACKGROUND_FILE = Path(__file__).resolve().parent / "data" / "background_emails.txt"
+
+
+def local_mean(states: np.ndarray, end: int, first: int = 0) -> np.ndarray:
+    """The local vector after row *end* of *states* (n, d): the mean of the LOCAL_WINDOW rows
+    ending there (inclusive), none before row *first*.  The one definition of "local".
+
+    >>> local_mean(np.arange(10.0).reshape(5, 2), end=3).tolist(), local_mean(np.ones((2, 2)), 1, first=1).tolist()
+    ([4.0, 5.0], [1.0, 1.0])
+    """
+    return states[max(first, end - LOCAL_WINDOW + 1): end + 1].mean(axis=0)
 STATS_VERSION = 3
 _NO_SPACE_BEFORE = set(",.;:!?)]}'\"")
 

@@ -101,7 +101,7 @@ def text_proposals(matcher, rt, scored, prefix_text: str = "", continuation=None
     *continuation*: optional ``(text_so_far, proposal) -> tokens``, how the
     decoder would tokenize the chunk after that text.
     """
-    from .encoding import LOCAL_WINDOW
+    from .encoding import local_mean
 
     out: dict[int, tuple[tuple[int, ...], float]] = {}
     if matcher is None or len(matcher) == 0:
@@ -112,10 +112,10 @@ def text_proposals(matcher, rt, scored, prefix_text: str = "", continuation=None
     written = b""
     for n in range(scored.first + 1, len(scored.tokens)):
         written += pieces[n - 1]
-        states = scored.hidden[max(scored.first, n - LOCAL_WINDOW):n]                  # (w, d)
         text = prefix_text + written.decode("utf-8", errors="ignore")
         choice = int(scored.topk_ids[n, 0]) if scored.topk_ids is not None else None
-        proposal = matcher.propose(scored.hidden[n - 1], states.mean(axis=0), text, greedy=False,
+        local = local_mean(scored.hidden, n - 1, first=scored.first)                    # (d,)
+        proposal = matcher.propose(scored.hidden[n - 1], local, text, greedy=False,
                                    last_token=scored.tokens[n - 1], model_choice=choice)
         if proposal is None or proposal.q <= 0:
             continue

@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .encoding import BACKGROUND_FILE, LOCAL_WINDOW, ModelStats
+from .encoding import BACKGROUND_FILE, LOCAL_WINDOW, ModelStats, local_mean
 from .llama_runtime import LlamaRuntime
 from .paths import shipped_for_model
 from .text import current_sentence, words
@@ -209,7 +209,7 @@ def text_features(rt: LlamaRuntime, stats: ModelStats, texts: Sequence[str],
         states = out.hidden[1:]
         for end, i in zip(ends, owners):
             hidden[i] = states[end]
-            local[i] = states[max(0, end - LOCAL_WINDOW + 1): end + 1].mean(axis=0)
+            local[i] = local_mean(states, end)
         batch, ends, owners = [], [], []
 
     for i in order:

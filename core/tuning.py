@@ -32,6 +32,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .encoding import local_mean
 from .errors import ChunkwiseError
 from .matching import threshold_reaching
 
@@ -169,7 +170,7 @@ def insertion_places(engine, text: str, limit: int = 3000) -> list[Place]:
         if not piece[:1].isspace():
             continue                                                 # only where a new word begins (or the end)
         so_far = rt.detokenize(tokens[1:i + 1])
-        hidden, local = out.hidden[i], out.hidden[max(0, i - 2):i + 1].mean(axis=0)
+        hidden, local = out.hidden[i], local_mean(out.hidden, i)
         best = None
         for chunk_id, agreement in matcher.type_agreement(hidden, local, so_far).items():
             reach = threshold_reaching(agreement)
