@@ -78,8 +78,8 @@ def held_from(text: str) -> int:
 
     The guard holds that part back instead of showing it: an unfinished word
     ("jo.smith" may become an email address), a digit run ("555-12" may become
-    a phone number), a house number with capitalised words ("221 Baker" may
-    become a street address).
+    a phone number), a house number with capitalised words ("221 Baker" or
+    "1234 Elmstead, " may become a street address).
 
     >>> [held_from(t) for t in ("call me at 555-12", "call me at ", "at 221 Baker", "write to jo")]
     [11, 11, 3, 9]
@@ -90,7 +90,7 @@ def held_from(text: str) -> int:
     m = re.search(r"\+?\(?\d[\d \t().\-/]*$", text)
     if m:
         start = min(start, m.start())
-    m = re.search(r"\b\d{1,5}[A-Za-z]?[ \t]+(?:[A-Z][\w'\-]*\.?[ \t]*){0,3}$", text)
+    m = re.search(r"\b\d{1,5}[A-Za-z]?[ \t]+(?:[A-Z][\w'\-]*\.?,?[ \t]*){0,3}$", text)
     if m:
         start = min(start, m.start())
     return start

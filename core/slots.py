@@ -39,12 +39,14 @@ from .paths import shipped_for_model
 from .text import current_sentence, words
 
 TRAINING_FILE = BACKGROUND_FILE.parent / "slot_training.json"
-# Five batches written independently (by different authors, none seeing the evaluation data; the
-# third and fifth were commissioned after evaluation runs, and any fragment whose last line matches
-# the last line of a bench/data/personal case was removed from them).  The fourth adds the kinds of
-# snippet sentence people keep (availability, closing line, introduction, directions): a snippet
-# whose stored contexts read as one of them is typed like a phone number is.
-TRAINING_FILES = (TRAINING_FILE, *(BACKGROUND_FILE.parent / f"slot_training_{i}.json" for i in range(2, 6)))
+# Seven batches written independently (by different authors, none seeing the evaluation data or the
+# other batches; the third and fifth to seventh were commissioned after evaluation runs, and any
+# fragment whose last line matches the last line of a bench/data/personal case was removed from
+# them).  The fourth and seventh add the kinds of snippet sentence people keep (availability,
+# closing line, introduction, directions): a snippet whose stored contexts read as one of them is
+# typed like a phone number is.  The sixth spreads every field over registers and forms (bare
+# labels, signature blocks, indirect requests, non-native phrasing).
+TRAINING_FILES = (TRAINING_FILE, *(BACKGROUND_FILE.parent / f"slot_training_{i}.json" for i in range(2, 8)))
 SLOTS_VERSION = 1
 NONE, THIRD_PARTY = "none", "third_party"
 PACK_TOKENS = 448        # training fragments are packed into passes of about this many tokens
