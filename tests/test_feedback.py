@@ -81,8 +81,8 @@ def test_esc_on_a_learned_place_flips_it(profile_engine):
 def test_a_dismissed_chunk_is_not_offered_there_again(profile_engine):
     """Bug caught: Esc on a wrong chunk changes nothing, and the same wrong value comes back."""
     engine, phone, _email = profile_engine
-    place = "Hello Jo,\n\nThanks for the note. For the site visit, the number to call is"
-    other = "Dear Sam,\n\nThe boiler is fixed. For the site visit, the number to call is"
+    place = "Hello Jo,\n\nThanks for the note. For the site visit, the contact number is"
+    other = "Dear Sam,\n\nThe boiler is fixed. For the site visit, the contact number is"
     own = "Hi,\n\nAny questions? You can call me on"
     assert suggest(engine, own) == [phone]
     assert suggest(engine, place) == [phone]             # offered where the user does not want it
@@ -90,7 +90,7 @@ def test_a_dismissed_chunk_is_not_offered_there_again(profile_engine):
     assert phone not in suggest(engine, other)           # the same place in another email
     assert suggest(engine, own) == [phone]               # still offered where it belongs
     chunk = engine.store.get_chunk(phone)
-    assert [c.text for c in chunk.avoid] == ["For the site visit, the number to call is"]
+    assert [c.text for c in chunk.avoid] == ["For the site visit, the contact number is"]
     assert all(c.origin != DISMISSED for c in chunk.contexts)
 
 
