@@ -247,9 +247,9 @@ class Decoder:
             # chunk must start with the token it would choose (bench/keystrokes.py: without this,
             # chunks took the place of better kNN tokens).  Mixed once here, reused by sample().
             state.logits, state.mixed = self.knn.mix_logits(state.logits, state.hidden), True
-        proposal = self.matcher.propose(state.hidden, state.local, self._text, exclude=self._used_chunks,
-                                        greedy=greedy, last_token=self.rt.tokens[-1] if self.rt.tokens else None,
-                                        model_choice=int(np.argmax(state.logits)), gate_mined=state.mixed)
+        ask = dict(exclude=self._used_chunks, greedy=greedy, last_token=self.rt.tokens[-1] if self.rt.tokens else None,
+                   model_choice=int(np.argmax(state.logits)), gate_mined=state.mixed)
+        proposal = self.matcher.propose(state.hidden, state.local, self._text, **ask)
         # Where the model would break the line ("Kind regards," then the name), the chunk starts a line.
         self._line_break = proposal is not None and self.rt.piece(int(np.argmax(state.logits))) == b"\n"
         if proposal is not None and proposal.kind not in REPEATABLE_KINDS:
@@ -257,7 +257,10 @@ class Decoder:
             # buffer (decode_step's copy=False), so keep this step's logits before it is overwritten.
             state.logits = np.array(state.logits, copy=True)
             if not self.fits_here(proposal):
-                return None
+                # The user's own detail does not go here; a phrase mined from their writing still may.
+                proposal = self.matcher.propose(state.hidden, state.local, self._text, typed=False, **ask)
+                if proposal is not None and proposal.kind not in REPEATABLE_KINDS and not self.fits_here(proposal):
+                    return None
         return proposal
 
     def glues_to_value(self, piece: Piece) -> bool:

@@ -451,15 +451,18 @@ class ChunkMatcher:
 
     def propose(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
                 exclude: Iterable[int] = (), greedy: bool = True, last_token: int | None = None,
-                model_choice: int | None = None, gate_mined: bool = False) -> Proposal | None:
+                model_choice: int | None = None, gate_mined: bool = False, typed: bool = True) -> Proposal | None:
         """The chunk to offer at this step with its acceptance probability, or None.
 
         *greedy*: the caller accepts only when q >= 0.5, so weaker matches are
-        not worth scoring; with sampled acceptance any q > 0 counts.
+        not worth scoring; with sampled acceptance any q > 0 counts.  *typed*
+        False: the user's typed chunks were ruled out here (Decoder.fits_here),
+        so only the retrieval path is asked.
         """
-        typed = self.learned_proposal(text, exclude) or self.typed_proposal(hidden, hidden_local, text, exclude)
-        if typed is not None:
-            return typed
+        if typed:
+            own = self.learned_proposal(text, exclude) or self.typed_proposal(hidden, hidden_local, text, exclude)
+            if own is not None:
+                return own
         floor = self.calibration.raw_cutoff(self.threshold) if greedy else max(self.eta, self.calibration.background)
         ranked = self.candidates(hidden, hidden_local, text, exclude, min_match=floor, last_token=last_token,
                                  model_choice=model_choice, gate_mined=gate_mined)
