@@ -24,7 +24,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from .anchors import AnchorReducer
-from .details import DetailGuard
+from .details import DetailGuard, find_details
 from .drafting import DraftLength, NGramDrafter
 from .encoding import LOCAL_WINDOW, Encoder
 from .llama_runtime import LlamaRuntime
@@ -257,9 +257,11 @@ class Decoder:
             # buffer (decode_step's copy=False), so keep this step's logits before it is overwritten.
             state.logits = np.array(state.logits, copy=True)
             if not self.fits_here(proposal):
-                # The user's own detail does not go here; a phrase mined from their writing still may.
+                # The user's own detail does not go here; a phrase mined from their writing still may,
+                # but not one that carries a detail (a mined "on 07700 900123" would fill the very
+                # slot just judged someone else's) and nothing of the user's own library.
                 proposal = self.matcher.propose(state.hidden, state.local, self._text, typed=False, **ask)
-                if proposal is not None and proposal.kind not in REPEATABLE_KINDS and not self.fits_here(proposal):
+                if proposal is not None and (proposal.kind not in REPEATABLE_KINDS or find_details(proposal.text)):
                     return None
         return proposal
 

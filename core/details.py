@@ -37,12 +37,14 @@ _STREET_TYPES = (r"Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|
                  r"Weg|Platz|Allee|Gasse|Via|Calle|Avenida")
 _ADDRESS = re.compile(rf"\b\d{{1,5}}[A-Za-z]?\s+(?:[A-Z][\w'\-]*\.?\s+){{0,3}}(?:{_STREET_TYPES})\b\.?"
                       rf"|\b[A-Z][\w\-]*(?:straße|strasse|weg|platz|allee|gasse)\s+\d{{1,5}}[A-Za-z]?\b"
-                      # the parts of an address that need no street word: "Suite 100", "Apt 4B", "PO Box 12",
-                      r"|\b(?:Suite|Ste|Apt|Apartment|Unit|Flat|P\.?\s?O\.?\s?Box)\.?\s+#?\d{1,5}[A-Za-z]?\b"
-                      # "Boston, MA 02110", "London SW1A 1AA",
-                      r"|\b[A-Z][a-z]+,?\s+[A-Z]{2}\s+\d{5}(?:-\d{4})?\b|\b[A-Z]{1,2}\d[A-Z\d]?\s+\d[A-Z]{2}\b"
-                      # and a house number, a name and a comma ("1234 Elmstead, Boston"), not "2 PM, ", "5 May, " or "in 2026 Paris, ".
-                      rf"|\b(?!(?:19|20)\d\d\b)\d{{1,5}}\s+(?!{_NOT_PLACE}\b)[A-Z][a-z]{{2,}}(?:\s+[A-Z][a-z]{{2,}}){{0,2}},\s+[A-Z][a-z]")
+                      # the parts of an address that need no street word: "Suite 100", "Apt 4B", "PO Box 12"
+                      # (not "Unit" or "Flat": "Unit 12 ships", "Flat 20% off"),
+                      r"|\b(?:Suite|Ste|Apt|Apartment|P\.?\s?O\.?\s?Box)\.?\s+#?\d{1,5}[A-Za-z]?\b(?!%)"
+                      # "Boston, MA 02110" (the comma: not "Order ID 12345"), "London SW1A 1AA" (not "Q4 9AM"),
+                      r"|\b[A-Z][a-z]+,\s+[A-Z]{2}\s+\d{5}(?:-\d{4})?\b|\b[A-Z]{1,2}\d[A-Z\d]?\s+\d(?!AM|PM)[A-Z]{2}\b"
+                      # and a house number of three digits or more, a name and a comma ("1234 Elmstead, Boston"),
+                      # not "Windows 11 Pro, ", "2 PM, ", "5 May, " or "in 2026 Paris, ".
+                      rf"|\b(?!(?:19|20)\d\d\b)\d{{3,5}}\s+(?!{_NOT_PLACE}\b)[A-Z][a-z]{{2,}}(?:\s+[A-Z][a-z]{{2,}}){{0,2}},\s+[A-Z][a-z]")
 
 
 # Dates, year ranges and time ranges have phone-like digit counts.

@@ -60,7 +60,7 @@ SENTENCE_CUT = 0.4
 TYPED = 0.5              # a chunk whose contexts the slot classifier reads as one field type this surely is "typed"
 TYPE_FLOOR = 0.1         # type agreement at threshold 0 (dev split, bench/personal.py)
 # ... rising to 1 (nothing, short of certainty) at threshold 1, on a curve through 0.35 at the default
-# 0.3 (the cut chosen on dev: 0.28 / 0.32 / 0.35 / 0.45 -> 72 / 70 / 69 / 65 of 87 right, 6 / 4 / 3 / 3
+# 0.3 (the cut chosen on dev, scratch replay of bench/personal.py's decision: 0.28 / 0.32 / 0.35 / 0.45 -> 72 / 70 / 69 / 65 of 87 right, 6 / 4 / 3 / 3
 # wrong field, 2 / 0 / 0 / 0 of 38 someone else's).  A straight line to 0.7 let a confident classifier
 # insert at 1.0, the slider's "never" end.
 TYPE_POWER = 1.064       # (1 - TYPE_FLOOR) * 0.3 ** TYPE_POWER = 0.25
@@ -328,7 +328,8 @@ class ChunkMatcher:
                 # Scaled so its own type counts 1: agreement is then the classifier's belief in that
                 # type here, however spread the chunk's own contexts read (an address whose contexts
                 # also read as a postcode lost to a cleanly typed email where an address went;
-                # dev split: 3 wrong fields instead of 5 at 69 of 87 right).
+                # dev split, scratch replay: 3 wrong fields instead of 5 at 69 of 87 right).  The price:
+                # a chunk read half as one type and half as another counts fully for both.
                 types.append(t / t.max())
                 self._typed_label[chunk_id] = expert[mine[0]].label
         self._typed_ids = np.asarray(ids, dtype=np.int64)

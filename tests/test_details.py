@@ -33,6 +33,9 @@ def test_shapes_are_found(text, shape):
     "Open 9.00-17.00 on weekdays.",
     "See you 5 May, Tom. At 2 PM, Joe will call.",
     "In 2026 Berlin, Paris and Rome host it; 12 People, Ana included.",
+    # found by review as addresses by a looser first version of the shapes
+    "Your Order ID 12345 ships with Windows 11 Pro, Office and iPhone 15 Pro, Pixel.",
+    "Top 10 Tips, Tricks: the Q4 9AM sync, Flat 20% off, Unit 12 ships at 3 Eastern, Tuesday.",
 ])
 def test_ordinary_numbers_are_not_details(text):
     assert find_details(text) == []
