@@ -60,9 +60,9 @@ SENTENCE_CUT = 0.4
 TYPED = 0.5              # a chunk whose contexts the slot classifier reads as one field type this surely is "typed"
 TYPE_FLOOR = 0.1         # type agreement at threshold 0 (dev split, bench/personal.py)
 # ... rising to 1 (nothing, short of certainty) at threshold 1, on a curve through 0.35 at the default
-# 0.3 (the cut chosen on dev, scratch replay of bench/personal.py's decision: 0.28 / 0.32 / 0.35 / 0.45 -> 72 / 70 / 69 / 65 of 87 right, 6 / 4 / 3 / 3
-# wrong field, 2 / 0 / 0 / 0 of 38 someone else's).  A straight line to 0.7 let a confident classifier
-# insert at 1.0, the slider's "never" end.
+# 0.3 (the cut chosen on dev, in a scratch replay of bench/personal.py's decision: 0.28 / 0.32 / 0.35 /
+# 0.45 -> 72 / 70 / 69 / 65 of 87 right, 6 / 4 / 3 / 3 wrong field, 2 / 0 / 0 / 0 of 38 someone else's).
+# A straight line to 0.7 let a confident classifier insert at 1.0, the slider's "never" end.
 TYPE_POWER = 1.064       # (1 - TYPE_FLOOR) * 0.3 ** TYPE_POWER = 0.25
 AVOID_WORDS = 6          # the last words before a place compared with where the user dismissed a chunk
 AVOID_OVERLAP = 0.5      # ... and the share of them in common (Jaccard) that counts as the same place
@@ -228,7 +228,7 @@ class ChunkMatcher:
         self._chunks: dict[int, dict] = {}          # chunk id -> kind, label, text, words, tokens
         self.slots: SlotClassifier | None = None    # what kind of detail comes next (core/slots.py)
         self._typed_ids = np.empty(0, dtype=np.int64)   # typed expert chunks, in the order of the rows below
-        self._types = np.empty((0, 0), np.float32)      # (n typed, fields): each chunk's field-type reading, its own type scaled to 1
+        self._types = np.empty((0, 0), np.float32)      # (n typed, fields): type reading, own type scaled to 1
         self._typed_label: dict[int, int] = {}          # typed chunk id -> an encoding label (its tokens)
         self._learned = np.empty(0, dtype=bool)         # row -> a context learned from what the user typed
         self._avoid: dict[int, list[set[str]]] = {}     # chunk id -> last words before each place it was dismissed

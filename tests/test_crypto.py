@@ -65,7 +65,7 @@ def test_wrong_or_missing_passphrase(tmp_path, monkeypatch):
 
 def test_a_typed_passphrase_is_dropped_once_it_has_opened_the_store(tmp_path, monkeypatch):
     """The dialog's passphrase is not kept: the store's key is, so the library reopens without it;
-    another store (another salt) is not opened by that key."""
+    with the passphrase gone, a new store cannot be keyed without asking again."""
     secret = "a passphrase typed into the dialog"
     monkeypatch.delenv("CHUNKWISE_PASSPHRASE", raising=False)
     monkeypatch.setattr(crypto, "keychain_available", lambda: False)
