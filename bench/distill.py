@@ -7,13 +7,17 @@ with the self store at a sweep of thresholds, runs alternating side by side.  Re
 forward passes saved (FPS) and time per token saved (TTS) against plain, ROUGE-L of the
 text against plain greedy output, and the text's perplexity under the base model.
 
-Part 2, KCD-LM and kNN-LM.  One person's emails (bench/data/user_emails): chunk stores
-are mined from the training emails three ways -- self (the model's own gamma rule), a
-teacher GGUF, and the corpus itself as teacher (kNN-LM of the other emails, leave one
-out) -- with a kNN-LM datastore; perplexity of the held-out emails under the base model,
-CD-LM over a threshold grid, kNN-LM (hard labels) and PP-KD (the teacher's stored top-8
-probabilities).  The only GGUF on this machine is the default model, so the teacher GGUF
-is a second instance of that file (docs/benchmarks.md says what that does not show).
+Part 2, KCD-LM and kNN-LM.  One person's emails (bench/data/user_emails), split three ways:
+the first 15 train-* emails are mined, the last 3 are the validation set the threshold and the
+kNN lambda are tuned on, and the 5 held_out-* emails are the test set reported.  Chunk stores
+are mined three ways -- self (the model's own gamma rule), a teacher GGUF, and the corpus itself
+as teacher (kNN-LM of the other emails, leave one out) -- with a kNN-LM datastore; perplexity of
+the test emails under the base model, CD-LM at the editor's default threshold and at the one
+tuned on validation, the kNN-LM at the editor's defaults and at the tuned lambda, and PP-KD (the
+teacher's stored top-8 probabilities).  How much of the test text the training text already
+holds (words inside a shared 5-gram) is printed with it.  The only GGUF on this machine is the
+default model, so the teacher GGUF is a second instance of that file (docs/benchmarks.md says
+what that does not show).
 
     python bench/distill.py [--samples 2] [--max-tokens 128] [--repeats 2] [--gamma 0.9] [--skip-self]
 """
@@ -24,6 +28,7 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -34,10 +39,15 @@ from core.corpus import Document  # noqa: E402
 from core.distill import document_tokens, generate_corpus, score  # noqa: E402
 from core.corpus import read_corpus  # noqa: E402
 from core.learning import load_teacher, mine, perplexity_of, tune_threshold  # noqa: E402
+from core.knn import KnnSettings  # noqa: E402
 from core.perplexity import base_log_prob, perplexity  # noqa: E402
+from core.settings import Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 THRESHOLDS = [0.7, 0.5, 0.3, 0.15, 0.05]
+THRESHOLD_GRID = [0.0, 0.1, 0.2, 0.3, 0.5, 0.7]     # includes the editor's default
+LAMBDA_GRID = [0.3, 0.5, 0.7, 0.9]
+VALIDATION = 3                                      # the last training emails, held back to tune on
 
 
 def rouge_l(candidate: str, reference: str) -> float:
@@ -128,12 +138,35 @@ def self_distillation(engine: Engine, tasks, args) -> list[dict]:
     return rows
 
 
-def teacher_and_knn(args) -> dict:
-    """Held-out emails of one person; stores mined from their other emails three ways."""
+def covered_share(text: str, reference: str, n: int = 5) -> float:
+    """Share of *text*'s words that lie inside a word n-gram also found in *reference*."""
+    words, ref = text.split(), reference.split()
+    grams = {tuple(ref[i:i + n]) for i in range(len(ref) - n + 1)}
+    covered = [False] * len(words)
+    for i in range(len(words) - n + 1):
+        if tuple(words[i:i + n]) in grams:
+            covered[i:i + n] = [True] * n
+    return sum(covered) / max(1, len(words))
+
+
+def splits() -> tuple[list, str, str]:
+    """One person's emails: 15 mined, 3 to tune on (validation), 5 to report (test)."""
     folder = ROOT / "bench" / "data" / "user_emails"
-    train = read_corpus(sorted(folder.glob("train-*.txt")))
-    held = "\n\n".join(d.text for d in read_corpus(sorted(folder.glob("held_out-*.txt"))))
-    out = {}
+    mined = sorted(folder.glob("train-*.txt"))
+    train, validation = read_corpus(mined[:-VALIDATION]), read_corpus(mined[-VALIDATION:])
+    test = read_corpus(sorted(folder.glob("held_out-*.txt")))
+    join = lambda docs: "\n\n".join(d.text for d in docs)
+    return train, join(validation), join(test)
+
+
+def teacher_and_knn(args) -> dict:
+    """Stores mined from one person's training emails three ways; threshold and kNN lambda tuned on
+    the validation emails, perplexity reported on the test emails at the defaults and at the tuned values."""
+    train, validation, test = splits()
+    default = Settings().threshold
+    out = {"train_docs": len(train),
+           "overlap": {name: covered_share(text, "\n\n".join(d.text for d in train))
+                       for name, text in (("validation", validation), ("test", test))}}
     for name in ("self", "teacher GGUF", "corpus teacher"):
         engine = Engine(n_threads=2)
         teacher = load_teacher(engine.runtime.model_path) if name == "teacher GGUF" else None
@@ -143,19 +176,30 @@ def teacher_and_knn(args) -> dict:
         finally:
             if teacher is not None:
                 teacher.close()
-        tuned = tune_threshold(engine, held, thresholds=[0.0, 0.1, 0.2, 0.3, 0.5, 0.7])
-        row = {"chunks": len(result.report.chunks), "grid": tuned.grid, "base": tuned.base,
-               "best": tuned.best, "threshold": tuned.threshold,
-               "examples": [c.text for c in result.report.chunks[:4]]}
-        if name == "teacher GGUF":       # its top-8 probabilities were stored: PP-KD
+        tuned = tune_threshold(engine, validation, thresholds=THRESHOLD_GRID)
+        on_test = {g["threshold"]: g["cdlm"] for g in tune_threshold(engine, test, thresholds=THRESHOLD_GRID).grid}
+        row = {"chunks": len(result.report.chunks), "base": perplexity_of(engine, test).base,
+               "tuned_threshold": tuned.threshold, "at_default": on_test[default],
+               "at_tuned": on_test[tuned.threshold], "oracle": min(on_test.items(), key=lambda kv: kv[1])}
+        if name == "teacher GGUF":       # its top-8 probabilities were stored: PP-KD against hard labels
             for mu in (1.0, 0.4):
-                engine.knn_settings.mu = mu
-                engine.threshold = tuned.threshold
-                row[f"knn_mu{mu}"] = perplexity_of(engine, held, knn=True)
+                engine.knn_settings = replace(KnnSettings(), mu=mu)
+                row[f"knn_mu{mu}"] = perplexity_of(engine, test, knn=True).knn
+        if name == "corpus teacher":     # what Learn from my writing stores: the kNN-LM as the editor runs it
+            lams = {}
+            for lam in LAMBDA_GRID:
+                engine.knn_settings = replace(KnnSettings(), lam=lam)
+                lams[lam] = perplexity_of(engine, validation, knn=True).knn
+            row["tuned_lam"] = min(lams, key=lams.get)
+            for label, lam in (("knn_default", KnnSettings().lam), ("knn_tuned", row["tuned_lam"])):
+                engine.knn_settings = replace(KnnSettings(), lam=lam)
+                report = perplexity_of(engine, test, knn=True)
+                row[label], row[label + "_cdlm"] = report.knn, report.cdlm_knn
+            engine.knn_settings = replace(KnnSettings(), gate=None, lam=0.5)     # the paper's fixed lambda
+            row["knn_fixed"] = perplexity_of(engine, test, knn=True).knn
         out[name] = row
-        out["tokens"] = len(engine.runtime.tokenize(held))
+        out["tokens"] = len(engine.runtime.tokenize(test))
         engine.close()
-    out["train_docs"] = len(train)
     return out
 
 
@@ -187,21 +231,37 @@ def main() -> None:
 
     kd = teacher_and_knn(args)
     base = kd["self"]["base"]
-    print(f"\nPerplexity of 5 held-out emails of one person (bench/data/user_emails), stores mined from "
-          f"their {kd['train_docs']} other emails at gamma {args.teacher_gamma} (kNN-LM: lambda 0.5, T 0.1, k 16):")
+    ov = kd["overlap"]
+    print(f"\nPerplexity of the 5 test emails of one person (bench/data/user_emails/held_out-*, {kd['tokens']} "
+          f"tokens); stores mined from {kd['train_docs']} training emails at gamma {args.teacher_gamma}; "
+          f"threshold and kNN lambda tuned on {VALIDATION} validation emails (the last train-* files, not mined). "
+          f"Words inside a 5-gram of the training text: test {100 * ov['test']:.0f}%, "
+          f"validation {100 * ov['validation']:.0f}%.")
     change = lambda v: f"{100 * (v / base - 1):+.1f}%"
     lines = [["base model", "-", f"{base:.3f}", ""]]
     for name in ("self", "teacher GGUF", "corpus teacher"):
         row = kd[name]
-        for g in row["grid"]:
-            lines.append([f"CD-LM, {name} store ({row['chunks']} chunks)", f"{g['threshold']:g}",
-                          f"{g['cdlm']:.3f}", change(g["cdlm"])])
-    tg = kd["teacher GGUF"]
-    for mu, label in ((1.0, "kNN-LM, hard labels (mu 1)"), (0.4, "PP-KD kNN-LM, teacher top-8 (mu 0.4)")):
-        rep = tg[f"knn_mu{mu}"]
-        lines.append([label, "-", f"{rep.knn:.3f}", change(rep.knn)])
-        lines.append([f"{label} + CD-LM teacher store", f"{tg['threshold']:g}", f"{rep.cdlm_knn:.3f}",
-                      change(rep.cdlm_knn)])
+        label = f"CD-LM, {name} store ({row['chunks']} chunks)"
+        lines.append([f"{label}, editor default", f"{Settings().threshold:g}", f"{row['at_default']:.3f}",
+                      change(row["at_default"])])
+        lines.append([f"{label}, tuned on validation", f"{row['tuned_threshold']:g}", f"{row['at_tuned']:.3f}",
+                      change(row["at_tuned"])])
+        t, v = row["oracle"]
+        lines.append([f"{label}, best on test (oracle, not a result)", f"{t:g}", f"{v:.3f}", change(v)])
+    ct, tg = kd["corpus teacher"], kd["teacher GGUF"]
+    k = KnnSettings()
+    lines += [
+        [f"kNN-LM, editor default (lambda {k.lam:g} gated at d {k.gate:g}, mu {k.mu:g}, T {k.temperature:g}, "
+         f"k {k.k})", "-", f"{ct['knn_default']:.3f}", change(ct["knn_default"])],
+        [f"kNN-LM, lambda tuned on validation ({ct['tuned_lam']:g}, gated)", "-", f"{ct['knn_tuned']:.3f}",
+         change(ct["knn_tuned"])],
+        ["kNN-LM, fixed lambda 0.5 (the paper's; no gate)", "-", f"{ct['knn_fixed']:.3f}", change(ct["knn_fixed"])],
+        ["kNN-LM (editor default) + CD-LM corpus-teacher store", f"{Settings().threshold:g}",
+         f"{ct['knn_default_cdlm']:.3f}", change(ct["knn_default_cdlm"])],
+        ["teacher-GGUF kNN data: hard labels (mu 1)", "-", f"{tg['knn_mu1.0']:.3f}", change(tg["knn_mu1.0"])],
+        ["teacher-GGUF kNN data: PP-KD, teacher top-8 (mu 0.4)", "-", f"{tg['knn_mu0.4']:.3f}",
+         change(tg["knn_mu0.4"])],
+    ]
     print(table(["model", "threshold", "perplexity", "vs base"], lines))
     # Chunk texts are not printed: benchmark output never carries chunk text (docs/benchmarks.md
     # quotes a few from this fictional corpus, written by hand).
@@ -212,14 +272,14 @@ def main() -> None:
     import matplotlib.pyplot as plt
 
     names = ["base model"] + [f"CD-LM\n{n}" for n in ("self store", "teacher GGUF", "corpus teacher")] + [
-        "kNN-LM", "PP-KD\nkNN-LM", "kNN-LM +\nCD-LM"]
-    values = [base] + [kd[n]["best"] for n in ("self", "teacher GGUF", "corpus teacher")] + [
-        tg["knn_mu1.0"].knn, tg["knn_mu0.4"].knn, tg["knn_mu1.0"].cdlm_knn]
+        "kNN-LM\n(default)", "PP-KD\nkNN-LM", "kNN-LM +\nCD-LM"]
+    values = [base] + [kd[n]["at_tuned"] for n in ("self", "teacher GGUF", "corpus teacher")] + [
+        ct["knn_default"], tg["knn_mu0.4"], ct["knn_default_cdlm"]]
     fig2, ax = plt.subplots(figsize=(9, 3.4))
     ax.bar(range(len(values)), values, color=["grey"] + ["tab:blue"] * 3 + ["tab:orange"] * 3)
     ax.set_xticks(range(len(values)), names, fontsize=8)
     ax.set_ylabel("perplexity (lower is better)")
-    ax.set_title("Held-out emails of one person; stores from their other emails (best threshold each)")
+    ax.set_title("Test emails of one person; stores from their training emails (threshold tuned on validation)")
     for i, v in enumerate(values):
         ax.text(i, v + 0.1, f"{v:.2f}", ha="center", fontsize=8)
     print(f"plot: {save_plot(fig2, 'distill_ppl.png')}")
