@@ -147,7 +147,9 @@ class Decoder:
         self._stops = _AttributedStops(settings.stop)
         self._guard = DetailGuard() if settings.guard_details else None
         self._prompt_chars = 0     # where the generated part of self._text begins
-        self._last_value = False   # the newest piece was one of the user's own values (pii / snippet)
+        # After one of the user's own values (pii / snippet): "value", or "dot" once a lone "." followed
+        # it (a sentence end, or the start of "anamarin.design" + "." + "com/"); None otherwise.
+        self._after_value: str | None = None
         self._recent_hidden: list[np.ndarray] = []
         self._used_chunks: set[int] = set()
         self._line_break = False           # the model would break the line before the proposed chunk
@@ -207,7 +209,7 @@ class Decoder:
                 if self.glues_to_value(piece):
                     reason = "detail"             # "linkedin.com/in/ana" + "-jordan": the value ends here
                     break
-            self._last_value = piece.source == "chunk" and piece.kind not in REPEATABLE_KINDS
+            self._after_value = self.after_value(piece)
             if self.drafter is not None:
                 self.drafter.extend(tokens)
             pieces, stopped = self._stops.feed_all(self.guard(piece))
@@ -266,13 +268,22 @@ class Decoder:
         return proposal
 
     def glues_to_value(self, piece: Piece) -> bool:
-        """Model text right after one of the user's values that would run on into it (not a space or punctuation)."""
-        if not self._last_value or not piece.text:
+        """Model text right after one of the user's values that would run on into it: not a space or
+        punctuation, and after a lone "." nothing but a space ("https://anamarin.design" + "." + "com/")."""
+        if self._after_value is None or not piece.text:
             return False
         first = piece.text[0]
+        if self._after_value == "dot":
+            return not first.isspace()
         if first.isspace() or first in ",;:!?)]}\"'":
             return False
         return not (first == "." and (len(piece.text) == 1 or piece.text[1].isspace()))
+
+    def after_value(self, piece: Piece) -> str | None:
+        """What the next piece follows: one of the user's values, a lone "." after one, or anything else."""
+        if piece.source == "chunk" and piece.kind not in REPEATABLE_KINDS:
+            return "value"
+        return "dot" if self._after_value == "value" and piece.text == "." else None
 
     def fits_here(self, proposal: Proposal) -> bool:
         """One of the user's own chunks goes here only where the text can take it, and it is theirs.

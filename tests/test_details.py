@@ -100,3 +100,27 @@ def test_the_start_of_an_invented_number_does_not_stay_before_the_users_value():
     assert guard.feed(" call me at 1") == " call me at "
     assert guard.release() == ""                      # "1" + the user's "(555) 123-4567" would read "1 (555)..."
     assert guard.feed(" write to me at") == " write to me " and guard.release() == "at"
+
+
+def test_nothing_runs_on_into_the_users_value_after_a_lone_period(runtime):
+    """The website "https://anamarin.design" came out as "https://anamarin.design.com/" on the dev
+    split: a lone "." (which may end the sentence) and then "com/" glued to it.  After the period only
+    a space may follow; a period that ends the sentence, or a comma, still may."""
+    from core.decoding import DecodeSettings, Decoder, Piece
+
+    def glued(*pieces: str) -> bool:
+        decoder = Decoder(runtime, None, DecodeSettings())
+        decoder._after_value = decoder.after_value(Piece("https://anamarin.design", "chunk", 1, "pii", "website"))
+        for text in pieces:
+            if decoder.glues_to_value(Piece(text)):
+                return True
+            decoder._after_value = decoder.after_value(Piece(text))
+        return False
+
+    assert glued(".", "com/")
+    assert glued(".com")
+    assert glued("/blog")
+    assert not glued(".", " See you")
+    assert not glued(".", "\n\nBest")
+    assert not glued(", and", " more")
+    assert not glued(" for", ".", "com")          # far from the value, "." then "com" is the model's own
