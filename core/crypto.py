@@ -220,6 +220,8 @@ def open_key(meta: dict, save_meta: Callable[[dict], None]) -> StoreKey:
         except StoreError:
             ok = False
         if not ok:
+            if typed:
+                set_passphrase(None)      # a mistyped passphrase must not go on to key the next new store
             raise StoreError("Wrong passphrase for this chunk store: your personal information in it cannot be "
                              "decrypted." if source == "passphrase" else
                              "The keychain's key does not match this chunk store.")

@@ -83,6 +83,24 @@ def test_a_typed_passphrase_is_dropped_once_it_has_opened_the_store(tmp_path, mo
         crypto.set_passphrase(None)
 
 
+def test_a_mistyped_passphrase_is_dropped_when_it_fails(tmp_path, monkeypatch):
+    """A passphrase that failed to open the library must not silently key the next new store
+    (the user would not know that store's passphrase): the editor asks again instead."""
+    monkeypatch.setenv("CHUNKWISE_PASSPHRASE", "the right one")
+    with ChunkStore(tmp_path / "mine.db") as store:
+        store.add_chunk(PHONE, "pii", ["Call me at"], label="phone")
+    monkeypatch.delenv("CHUNKWISE_PASSPHRASE")
+    monkeypatch.setattr(crypto, "keychain_available", lambda: False)
+    crypto.set_passphrase("the rihgt one")                      # a typo in the dialog
+    try:
+        with pytest.raises(StoreError, match="Wrong passphrase"):
+            ChunkStore(tmp_path / "mine.db")
+        with pytest.raises(StoreError, match="CHUNKWISE_PASSPHRASE"):
+            ChunkStore(tmp_path / "new.db")                    # not keyed with the typo
+    finally:
+        crypto.set_passphrase(None)
+
+
 class MemoryKeyring:
     """A stand-in for the OS keychain (no keychain exists on a test machine)."""
 
