@@ -1,4 +1,4 @@
-"""The whole benchmark suite, one command (about 35 minutes on the 2-core machine):
+"""The whole benchmark suite, one command (about an hour on the 2-core machine):
 
     python bench/run_all.py            # writes bench/out/*.txt and docs/img/*.png
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = ["first_start.py", "decoding.py", "matching.py", "retrieval.py", "editor_latency.py", "drafting.py",
-           "anchors.py", "distill.py", "personal.py", "keystrokes.py", "soak.py"]
+           "anchors.py", "distill.py", "personal.py", "slot_reading.py", "keystrokes.py", "soak.py"]
 # Not here: bench/retrieval.py --million (half an hour, most of it building a 1,000,000-context index),
 # whose figures the docs quote with that command and the commit they were run at.
 
