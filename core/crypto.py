@@ -166,19 +166,21 @@ def _passphrase_key(salt: bytes, scheme: str, new: bool) -> tuple[bytes | None, 
     env = os.environ.get("CHUNKWISE_PASSPHRASE")
     if env:
         return _environment_key(env, salt, scheme), False
+    global _passphrase
     with _lock:
         if (salt, scheme) in _unlocked:
             return _unlocked[(salt, scheme)], False
-    typed = _passphrase or (_prompt(new) if _prompt is not None else None)
+        # A typed passphrase serves one opening: kept as the store's key if it opens it
+        # (_keep_unlocked), and never left to key the next new store if it was mistyped.
+        typed, _passphrase = _passphrase, None
+    typed = typed or (_prompt(new) if _prompt is not None else None)
     return (derive(typed, salt, scheme), True) if typed else (None, False)
 
 
 def _keep_unlocked(salt: bytes, scheme: str, raw: bytes) -> None:
-    """The typed passphrase opened this store: keep its key, drop the passphrase."""
-    global _passphrase
+    """The typed passphrase opened this store: keep its key (the passphrase is gone already)."""
     with _lock:
         _unlocked[(salt, scheme)] = raw
-        _passphrase = None
 
 
 def open_key(meta: dict, save_meta: Callable[[dict], None]) -> StoreKey:
@@ -220,8 +222,6 @@ def open_key(meta: dict, save_meta: Callable[[dict], None]) -> StoreKey:
         except StoreError:
             ok = False
         if not ok:
-            if typed:
-                set_passphrase(None)      # a mistyped passphrase must not go on to key the next new store
             raise StoreError("Wrong passphrase for this chunk store: your personal information in it cannot be "
                              "decrypted." if source == "passphrase" else
                              "The keychain's key does not match this chunk store.")
