@@ -149,14 +149,17 @@ def covered_share(text: str, reference: str, n: int = 5) -> float:
     return sum(covered) / max(1, len(words))
 
 
+def joined(docs) -> str:
+    return "\n\n".join(d.text for d in docs)
+
+
 def splits() -> tuple[list, str, str]:
     """One person's emails: 15 mined, 3 to tune on (validation), 5 to report (test)."""
     folder = ROOT / "bench" / "data" / "user_emails"
     mined = sorted(folder.glob("train-*.txt"))
     train, validation = read_corpus(mined[:-VALIDATION]), read_corpus(mined[-VALIDATION:])
     test = read_corpus(sorted(folder.glob("held_out-*.txt")))
-    join = lambda docs: "\n\n".join(d.text for d in docs)
-    return train, join(validation), join(test)
+    return train, joined(validation), joined(test)
 
 
 def teacher_and_knn(args) -> dict:
@@ -165,7 +168,7 @@ def teacher_and_knn(args) -> dict:
     train, validation, test = splits()
     default = Settings().threshold
     out = {"train_docs": len(train),
-           "overlap": {name: covered_share(text, "\n\n".join(d.text for d in train))
+           "overlap": {name: covered_share(text, joined(train))
                        for name, text in (("validation", validation), ("test", test))}}
     for name in ("self", "teacher GGUF", "corpus teacher"):
         engine = Engine(n_threads=2)
