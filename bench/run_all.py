@@ -1,4 +1,4 @@
-"""The whole benchmark suite, one command (about an hour on the 2-core machine):
+"""The whole benchmark suite, one command (not timed end to end; docs/benchmarks.md gives each script's time):
 
     python bench/run_all.py            # writes bench/out/*.txt and docs/img/*.png
 
