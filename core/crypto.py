@@ -23,12 +23,15 @@ import hashlib
 import hmac
 import os
 import secrets
+import struct
 import threading
 from typing import Callable
 
 from .errors import StoreError
 
 PREFIX = "enc1:"
+FILE_MAGIC = b"chunkwise-sealed-1\n"
+FRAME = 1 << 26                 # 64 MiB of plaintext per AES-GCM call
 BLOB_PREFIX = b"enc1:"
 SERVICE = "Chunkwise"
 CHECK_PLAINTEXT = "chunkwise-key-check"
@@ -38,6 +41,7 @@ CHECK_PLAINTEXT = "chunkwise-key-check"
 # N = 2^14 and the MAC key as a salted SHA-256 of the key.
 KDF_SCHEMES = {"v1": {"n": 2**14, "r": 8, "p": 1}, "v2": {"n": 2**17, "r": 8, "p": 1}}
 KDF_NEW = "v2"
+KDF_ORDER = ("v2", "v1")      # tried newest first when a store file opens
 
 _lock = threading.Lock()
 # A typed passphrase (the editor's dialog) is held only until it has opened a store: then the
@@ -70,6 +74,7 @@ class StoreKey:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
         self._aead = AESGCM(key)
+        self.raw = key                               # also the store file's key (core/database.py)
         self._mac_key = mac_key(key, scheme)
         self.source = source                         # "keychain" or "passphrase"
 
@@ -89,6 +94,47 @@ class StoreKey:
             raise StoreError("An encrypted value in the chunk store does not decrypt with this key "
                              "(wrong passphrase, or the data was damaged).") from None
 
+    def seal_file(self, data: bytes, purpose: str) -> bytes:
+        """*data* (any size) sealed for a file: AES-GCM frames of at most FRAME bytes (GCM's limit per
+        call is 2 GiB), each bound by its associated data to *purpose*, its place and the frame count,
+        so a frame swapped in from another file or place, a reordered or a cut file fails to open.
+
+        >>> key = StoreKey(bytes(32), "test")
+        >>> key.open_file(key.seal_file(b"vectors", "index:m"), "index:m")
+        b'vectors'
+        """
+        view = memoryview(data)
+        count = max(1, -(-len(view) // FRAME))
+        out = [FILE_MAGIC, struct.pack("<I", count)]
+        for i in range(count):
+            nonce = secrets.token_bytes(12)
+            sealed = self._aead.encrypt(nonce, view[i * FRAME:(i + 1) * FRAME], _frame_aad(purpose, i, count))
+            out += [struct.pack("<Q", len(sealed)), nonce, sealed]
+        return b"".join(out)
+
+    def open_file(self, data: bytes, purpose: str) -> bytes:
+        """The bytes seal_file sealed for *purpose*; StoreError when the key, the purpose or the data differ."""
+        from cryptography.exceptions import InvalidTag
+
+        view = memoryview(data)
+        try:
+            if bytes(view[:len(FILE_MAGIC)]) != FILE_MAGIC:
+                raise ValueError("not a sealed file")
+            (count,), at, parts = struct.unpack_from("<I", view, len(FILE_MAGIC)), len(FILE_MAGIC) + 4, []
+            for i in range(count):
+                (size,) = struct.unpack_from("<Q", view, at)
+                nonce, sealed = view[at + 8:at + 20], view[at + 20:at + 20 + size]
+                if len(sealed) != size:
+                    raise ValueError("cut short")
+                parts.append(self._aead.decrypt(bytes(nonce), sealed, _frame_aad(purpose, i, count)))
+                at += 20 + size
+            if at != len(view):
+                raise ValueError("trailing data")
+        except (InvalidTag, ValueError, struct.error):
+            raise StoreError("A file of the chunk store does not decrypt with its key (damaged, or "
+                             "not the file it should be).") from None
+        return b"".join(parts)
+
     def encrypt_text(self, text: str) -> str:
         return PREFIX + base64.b64encode(self.encrypt_blob(text.encode("utf-8"))[len(BLOB_PREFIX):]).decode()
 
@@ -100,6 +146,10 @@ class StoreKey:
     def fingerprint(self, data: str) -> str:
         """Keyed hash (HMAC-SHA256): a plain hash of a phone number could be brute-forced."""
         return hmac.new(self._mac_key, data.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def _frame_aad(purpose: str, index: int, count: int) -> bytes:
+    return f"{purpose}\x00{index}\x00{count}".encode("utf-8")
 
 
 def mac_key(key: bytes, scheme: str = KDF_NEW) -> bytes:
@@ -150,6 +200,17 @@ def _keychain_key(store_id: str, create: bool) -> bytes | None:
         return None
 
 
+def remember_in_keychain(salt: bytes, raw: bytes) -> None:
+    """Keep *raw* in the keychain under the store file's salt (stores made before file encryption
+    kept it under a random id, which cannot be read from an encrypted file)."""
+    try:
+        import keyring
+
+        keyring.set_password(SERVICE, f"store-key:{salt.hex()}", base64.b64encode(raw).decode())
+    except Exception as exc:  # noqa: BLE001 - a backend's own errors
+        raise StoreError(f"Could not save the store's key in the system keychain ({type(exc).__name__}).") from None
+
+
 def keychain_available() -> bool:
     try:
         import keyring
@@ -160,27 +221,96 @@ def keychain_available() -> bool:
         return False
 
 
-def _passphrase_key(salt: bytes, scheme: str, new: bool) -> tuple[bytes | None, bool]:
-    """(key, typed): from CHUNKWISE_PASSPHRASE, a store unlocked before in this process, or a typed
-    passphrase (the dialog's, or the command line's prompt); (None, False) when there is none."""
+def _given_passphrase(new: bool) -> tuple[str | None, bool]:
+    """(passphrase, typed): CHUNKWISE_PASSPHRASE, else the dialog's or the terminal prompt's answer."""
     env = os.environ.get("CHUNKWISE_PASSPHRASE")
     if env:
-        return _environment_key(env, salt, scheme), False
+        return env, False
     global _passphrase
     with _lock:
-        if (salt, scheme) in _unlocked:
-            return _unlocked[(salt, scheme)], False
         # A typed passphrase serves one opening: kept as the store's key if it opens it
         # (_keep_unlocked), and never left to key the next new store if it was mistyped.
         typed, _passphrase = _passphrase, None
     typed = typed or (_prompt(new) if _prompt is not None else None)
-    return (derive(typed, salt, scheme), True) if typed else (None, False)
+    return (typed, True) if typed else (None, False)
+
+
+def _key_from(passphrase: str, typed: bool, salt: bytes, scheme: str) -> bytes:
+    return derive(passphrase, salt, scheme) if typed else _environment_key(passphrase, salt, scheme)
+
+
+def _passphrase_key(salt: bytes, scheme: str, new: bool) -> tuple[bytes | None, bool]:
+    """(key, typed): from CHUNKWISE_PASSPHRASE, a store unlocked before in this process, or a typed
+    passphrase (the dialog's, or the command line's prompt); (None, False) when there is none."""
+    if not os.environ.get("CHUNKWISE_PASSPHRASE"):
+        with _lock:
+            if (salt, scheme) in _unlocked:
+                return _unlocked[(salt, scheme)], False
+    passphrase, typed = _given_passphrase(new)
+    return (_key_from(passphrase, typed, salt, scheme), typed) if passphrase else (None, False)
 
 
 def _keep_unlocked(salt: bytes, scheme: str, raw: bytes) -> None:
     """The typed passphrase opened this store: keep its key (the passphrase is gone already)."""
     with _lock:
         _unlocked[(salt, scheme)] = raw
+
+
+NO_PASSPHRASE = ("Your chunk store is encrypted with a passphrase and no system keychain is available: set "
+                 "CHUNKWISE_PASSPHRASE or run Chunkwise interactively to be asked for it.")
+
+
+def new_file_key(salt: bytes) -> tuple[bytes, str]:
+    """(raw key, source) for a new store file whose salt is *salt*: a passphrase when one is given
+    (environment or dialog) or no keychain exists, otherwise a random key saved in the keychain."""
+    passphrase = os.environ.get("CHUNKWISE_PASSPHRASE") or _passphrase
+    if not passphrase and keychain_available():
+        raw = _keychain_key(salt.hex(), create=True)
+        if raw is not None:
+            return raw, "keychain"
+    raw, typed = _passphrase_key(salt, KDF_NEW, new=True)
+    if raw is None:
+        raise StoreError(NO_PASSPHRASE)
+    if typed:
+        _keep_unlocked(salt, KDF_NEW, raw)
+    return raw, "passphrase"
+
+
+def file_key(salt: bytes, opens: Callable[[bytes], bool]) -> tuple[bytes, str]:
+    """(raw key, source) that opens the existing store file whose salt is *salt*.
+
+    Tried in turn: the keychain's entry for this file, a key unlocked before in
+    this process, then the passphrase (environment, dialog or prompt) with each
+    key scheme, newest first (a store made before N = 2^17 keeps its scheme).
+    *opens(raw)* says whether a key reads the file.  Raises StoreError saying
+    what to do when none does.
+    """
+    raw = _keychain_key(salt.hex(), create=False)
+    if raw is not None and opens(raw):
+        return raw, "keychain"
+    in_keychain = raw is not None
+    if not os.environ.get("CHUNKWISE_PASSPHRASE"):
+        with _lock:
+            known = [_unlocked[(salt, s)] for s in KDF_ORDER if (salt, s) in _unlocked]
+        for raw in known:
+            if opens(raw):
+                return raw, "passphrase"
+    passphrase, typed = _given_passphrase(False)
+    if passphrase is None:
+        raise StoreError(
+            "The system keychain's key does not open this chunk store, and no passphrase is set: if the "
+            "store uses one, set CHUNKWISE_PASSPHRASE or run Chunkwise interactively to be asked for it."
+            if in_keychain or keychain_available() else
+            "Your chunk store is encrypted, its key is not in a system keychain here, and no passphrase is "
+            "set: set CHUNKWISE_PASSPHRASE or run Chunkwise interactively to be asked for it (a store keyed "
+            "in a keychain opens in the desktop session where that keychain is unlocked).")
+    for scheme in KDF_ORDER:
+        raw = _key_from(passphrase, typed, salt, scheme)
+        if opens(raw):
+            if typed:
+                _keep_unlocked(salt, scheme, raw)
+            return raw, "passphrase"
+    raise StoreError("Wrong passphrase for this chunk store (or the file was damaged): it cannot be decrypted.")
 
 
 def open_key(meta: dict, save_meta: Callable[[dict], None]) -> StoreKey:

@@ -24,6 +24,7 @@ missing or of another size makes the index rebuild from the database.
 from __future__ import annotations
 
 import glob
+import io
 import json
 import os
 import secrets
@@ -33,6 +34,8 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 MANIFEST_FORMAT = 2     # 1: the index at <path> and a sidecar at <path>.json (torn by a crash between them)
+# With the store's key (every file store), both files are sealed (core/crypto.StoreKey.seal_file): the
+# data file holds hnswlib's state as .npz, the manifest its JSON.
 
 
 class VectorIndex:
@@ -100,41 +103,68 @@ class VectorIndex:
 
     # ------------------------------------------------------------ persistence
 
-    def save(self, path: str | os.PathLike, model_identity: str) -> None:
-        """Write a new data file, then the manifest at *path* that names it (the commit point)."""
+    def save(self, path: str | os.PathLike, model_identity: str, key=None) -> None:
+        """Write a new data file, then the manifest at *path* that names it (the commit point).
+
+        With the store's *key* (core/crypto.StoreKey) both are sealed: the vectors are hidden
+        states of the user's text, and the manifest's hashes fingerprint it."""
         from .paths import atomic_write
 
         path = Path(path)
         data = path.with_name(f"{path.name}.{secrets.token_hex(6)}.bin")
-        # Created owner-only before hnswlib writes into it; no manifest names it until it is
+        # Created owner-only before anything is written into it; no manifest names it until it is
         # complete, and a data file a crash cut short is removed by the next save.
         os.close(os.open(data, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         try:
-            self._index.save_index(str(data))
+            if key is None:
+                self._index.save_index(str(data))
+            else:
+                with open(data, "wb") as fh:
+                    fh.write(key.seal_file(self._state_bytes(), _purpose("data", model_identity, data.name)))
             with open(data, "rb+") as fh:
                 os.fsync(fh.fileno())             # on disk before a manifest can name it
         except BaseException:
             data.unlink(missing_ok=True)
             raise
-        manifest = {"format": MANIFEST_FORMAT, "model": model_identity, "dim": self.dim, "file": data.name,
-                    "size": data.stat().st_size, "labels": {str(k): v for k, v in self.hashes.items()}}
-        atomic_write(path, json.dumps(manifest))
+        manifest = json.dumps({"format": MANIFEST_FORMAT, "model": model_identity, "dim": self.dim,
+                               "file": data.name, "size": data.stat().st_size,
+                               "labels": {str(k): v for k, v in self.hashes.items()}})
+        atomic_write(path, manifest if key is None else
+                     key.seal_file(manifest.encode("utf-8"), _purpose("manifest", model_identity)))
         for old in [*data_files(path), Path(str(path) + ".json")]:
             if old != data:
                 old.unlink(missing_ok=True)       # earlier saves, and format 1's sidecar
 
+    def _state_bytes(self) -> bytes:
+        """The whole graph as bytes (hnswlib's own state, written as .npz: no pickle to load back)."""
+        buffer = io.BytesIO()
+        np.savez(buffer, **{k: np.asarray(v) for k, v in self._index.__getstate__()[0].items()})
+        return buffer.getvalue()
+
+    @staticmethod
+    def _graph_from(data: bytes):
+        import hnswlib
+
+        with np.load(io.BytesIO(data), allow_pickle=False) as saved:
+            state = {k: (saved[k] if saved[k].ndim else saved[k].item()) for k in saved.files}
+        state["space"] = str(state["space"])
+        graph = hnswlib.Index.__new__(hnswlib.Index)
+        graph.__setstate__((state,))
+        return graph
+
     @classmethod
     def load_or_build(cls, path: str | os.PathLike | None, model_identity: str, dim: int,
                       wanted: Mapping[int, str], fetch: Callable[[Sequence[int]], np.ndarray],
-                      progress: Callable[[int, int], None] | None = None) -> tuple["VectorIndex", str]:
+                      progress: Callable[[int, int], None] | None = None, key=None) -> tuple["VectorIndex", str]:
         """Open the persisted index, repaired to hold exactly *wanted* (label -> hash).
 
-        *fetch(labels)* returns their vectors from the database.  Returns the
-        index and what happened: ``"loaded"``, ``"repaired"`` or ``"rebuilt"``.
+        *fetch(labels)* returns their vectors from the database; *key* opens a sealed index (one
+        saved plain, or with another key, is rebuilt).  Returns the index and what happened:
+        ``"loaded"``, ``"repaired"`` or ``"rebuilt"``.
         """
         index, status = None, "rebuilt"
         if path is not None and Path(path).exists():
-            index = cls._try_load(Path(path), model_identity, dim)
+            index = cls._try_load(Path(path), model_identity, dim, key)
             status = "loaded" if index is not None else "rebuilt"
         if index is not None and index.dead > max(1000, len(wanted) // 2):
             index, status = None, "rebuilt"   # mostly deleted elements: compact by rebuilding
@@ -155,11 +185,16 @@ class VectorIndex:
         return index, status
 
     @classmethod
-    def _try_load(cls, path: Path, model_identity: str, dim: int) -> "VectorIndex | None":
+    def _try_load(cls, path: Path, model_identity: str, dim: int, key=None) -> "VectorIndex | None":
         import hnswlib
 
+        from .errors import StoreError
+
         try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
+            raw = path.read_bytes()
+            if key is not None:
+                raw = key.open_file(raw, _purpose("manifest", model_identity))
+            manifest = json.loads(raw.decode("utf-8"))
             if (manifest.get("format") != MANIFEST_FORMAT or manifest.get("model") != model_identity
                     or manifest.get("dim") != dim):
                 return None
@@ -169,8 +204,16 @@ class VectorIndex:
             hashes = {int(k): str(v) for k, v in manifest["labels"].items()}
             obj = cls.__new__(cls)
             obj.dim, obj._ef = dim, 32
-            obj._index = hnswlib.Index(space="cosine", dim=dim)
-            obj._index.load_index(str(data), max_elements=max(16, len(hashes) + 16))
+            if key is None:
+                obj._index = hnswlib.Index(space="cosine", dim=dim)
+                obj._index.load_index(str(data), max_elements=max(16, len(hashes) + 16))
+            else:
+                obj._index = cls._graph_from(key.open_file(data.read_bytes(),
+                                                           _purpose("data", model_identity, data.name)))
+                if obj._index.dim != dim or obj._index.space != "cosine":
+                    return None
+                if obj._index.get_max_elements() < len(hashes) + 16:
+                    obj._index.resize_index(len(hashes) + 16)
             obj._index.set_ef(obj._ef)
             present = set(int(x) for x in obj._index.get_ids_list())
             if not set(hashes) <= present:
@@ -183,8 +226,13 @@ class VectorIndex:
                     pass
             obj.hashes = hashes
             return obj
-        except (OSError, ValueError, KeyError, RuntimeError, TypeError, UnicodeDecodeError):
+        except (OSError, ValueError, KeyError, RuntimeError, TypeError, UnicodeDecodeError, StoreError):
             return None
+
+
+def _purpose(*parts: str) -> str:
+    """What a sealed index file is for (its associated data): a file cannot stand in for another."""
+    return ":".join(("hnsw", *parts))
 
 
 def data_files(path: str | os.PathLike) -> list[Path]:

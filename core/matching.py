@@ -256,9 +256,9 @@ class ChunkMatcher:
             return self.stats.transform(store.encoding_vectors(part, "vector"))
 
         self.index, status = VectorIndex.load_or_build(index_path, model_identity, self.dim, wanted, fetch,
-                                                       progress)
+                                                       progress, key=store.key)
         if index_path is not None and status != "loaded":
-            self.index.save(index_path, model_identity)
+            self.index.save(index_path, model_identity, key=store.key)
         self._row_of = {lab: i for i, lab in enumerate(labels)}
         self._chunk_of = np.asarray([r.chunk_id for r in rows], dtype=np.int64)
         local = store.encoding_vectors(labels, "vector_local") if labels else np.empty((0, self.dim))

@@ -13,10 +13,11 @@ model's identity because vectors from one model mean nothing to another.
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
-import sqlite3
+import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 import sqlite_utils
 
+from . import database
 from .errors import StoreError
 
 SCHEMA_VERSION = 5
@@ -245,8 +247,11 @@ assert len(MIGRATIONS) == SCHEMA_VERSION
 class ChunkStore:
     """A chunk store in one SQLite file (or ``":memory:"`` for tests)."""
 
-    def __init__(self, path: str | os.PathLike = ":memory:"):
+    def __init__(self, path: str | os.PathLike = ":memory:", *, encrypted: bool = True):
+        """Open (or create) the store at *path*.  File stores are encrypted whole (core/database.py);
+        ``encrypted=False`` makes a plain file, for benchmarks that compare the two only."""
         self.path = str(path)
+        self.key = None
         try:
             if self.path != ":memory:":
                 if "\x00" in self.path:
@@ -266,24 +271,103 @@ class ChunkStore:
                     pass
                 except OSError as exc:
                     raise StoreError(f"Cannot create the chunk store {self.path}: {exc.strerror}.") from None
-                conn = sqlite3.connect(self.path, timeout=5.0, check_same_thread=False)
+                conn, file_key = self._open_file(encrypted)
             else:
-                conn = sqlite3.connect(":memory:", check_same_thread=False)
-            self.db = sqlite_utils.Database(conn)
-            self.db.execute("PRAGMA foreign_keys = ON")
-            if self.path != ":memory:":
-                self.db.execute("PRAGMA journal_mode = WAL")
-                self.db.execute("PRAGMA secure_delete = ON")   # deleted text is overwritten, not left in free pages
+                conn, file_key = database.connect(":memory:"), None
+            self._use(conn)
             self._migrate()
-            self.key = None if self.path == ":memory:" else self._open_key()
-            if self.key is not None:
+            if file_key is not None:
+                self.key = self._store_key(*file_key)
                 self._encrypt_plain_pii()
-        except sqlite3.DatabaseError as exc:
+        except database.DatabaseError as exc:
             raise StoreError(self._explain(exc)) from None
+
+    def _use(self, conn) -> None:
+        self.db = sqlite_utils.Database(conn)
+        self.db.execute("PRAGMA foreign_keys = ON")
+        if self.path != ":memory:":
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA secure_delete = ON")   # deleted text is overwritten, not left in free pages
+
+    # -- the encrypted file (core/database.py, core/crypto.py)
+
+    def _open_file(self, encrypted: bool):
+        """(connection, (raw key, salt, source, new) or None) for the file at self.path."""
+        from . import crypto
+
+        state, salt = database.file_state(self.path)
+        if not encrypted:
+            if state == "encrypted":
+                raise StoreError(f"The chunk store {self.path} is encrypted; open it with its key.")
+            return database.connect(self.path), None
+        if state == "damaged":
+            raise database.DatabaseError("file is not a database")
+        if state == "plain":
+            self._encrypt_older_file()
+            state, salt = database.file_state(self.path)
+        if state == "new":
+            salt = secrets.token_bytes(database.SALT_BYTES)
+            raw, source = crypto.new_file_key(salt)
+            return database.connect(self.path, raw, salt), (raw, salt, source, True)
+
+        def opens(raw: bytes) -> bool:
+            try:
+                database.connect(self.path, raw).close()
+                return True
+            except database.WrongKey:
+                return False
+
+        raw, source = crypto.file_key(salt, opens)
+        return database.connect(self.path, raw), (raw, salt, source, False)
+
+    def _encrypt_older_file(self) -> None:
+        """A store made before file encryption (plain SQLite; its PII sealed with its meta key): bring
+        its schema up to date, take its key, and replace the file by an encrypted copy, all or nothing.
+        The copy's salt is the old key's salt, so a passphrase derives the same key next time."""
+        from . import crypto
+
+        self._use(database.connect(self.path))
+        try:
+            self._migrate()
+            key = self._open_key()
+            meta = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
+        finally:
+            self.db.conn.close()
+        salt = base64.b64decode(meta["key_salt"])
+        if key.source == "keychain":     # found by the file's salt from now on
+            crypto.remember_in_keychain(salt, key.raw)
+        try:
+            database.encrypt_file(self.path, key.raw, salt)
+        except (OSError, database.Error) as exc:
+            raise StoreError(f"Could not encrypt the chunk store {self.path} ({exc}); it is unchanged. "
+                             "Free some disk space and open it again.") from None
+
+    def _store_key(self, raw: bytes, salt: bytes, source: str, new: bool):
+        """The key object for PII values and fingerprints, with the scheme the store records."""
+        from . import crypto
+
+        meta = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
+        if new or "key_kdf" not in meta and "key_check" not in meta:
+            key = crypto.StoreKey(raw, source, crypto.KDF_NEW)
+            with self.db.conn:
+                for k, v in {"store_id": salt.hex(), "key_source": source, "key_kdf": crypto.KDF_NEW,
+                             "key_salt": base64.b64encode(salt).decode(),
+                             "key_check": key.encrypt_text(crypto.CHECK_PLAINTEXT)}.items():
+                    self.db.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (k, v))
+            return key
+        key = crypto.StoreKey(raw, source, meta.get("key_kdf", "v1"))
+        try:
+            ok = key.decrypt_text(meta.get("key_check", "")) == crypto.CHECK_PLAINTEXT
+        except StoreError:
+            ok = False
+        if not ok:
+            raise StoreError(f"The chunk store {self.path} opens, but its key check fails: it was damaged. "
+                             "Move it aside and restore a backup or an export.")
+        return key
 
     # -- plumbing
 
-    def _explain(self, exc: sqlite3.Error) -> str:
+    def _explain(self, exc: database.Error) -> str:
         text = str(exc)
         if "locked" in text or "busy" in text:
             return f"The chunk store {self.path} is locked by another Chunkwise instance; try again when it is closed."
@@ -332,11 +416,11 @@ class ChunkStore:
 
     @property
     def encryption(self) -> str:
-        """How PII values are protected at rest, in words."""
+        """How the store is protected at rest, in words."""
         if self.key is None:
-            return "not encrypted (in-memory store)"
-        return ("encrypted (AES-256-GCM), key in the system keychain" if self.key.source == "keychain"
-                else "encrypted (AES-256-GCM), key from your passphrase")
+            return "not encrypted (in-memory store)" if self.path == ":memory:" else "not encrypted"
+        return ("encrypted (the whole file, AES-256), key in the system keychain" if self.key.source == "keychain"
+                else "encrypted (the whole file, AES-256), key from your passphrase")
 
     def _seal(self, text: str, kind: str) -> str:
         return self.key.encrypt_text(text) if (self.key is not None and kind == "pii") else text
@@ -411,7 +495,7 @@ class ChunkStore:
             def __enter__(self_inner):
                 try:
                     store.db.conn.execute("BEGIN IMMEDIATE")
-                except sqlite3.Error as exc:
+                except database.Error as exc:
                     raise StoreError(store._explain(exc)) from None
 
             def __exit__(self_inner, exc_type, exc, tb):
@@ -419,7 +503,7 @@ class ChunkStore:
                     store.db.conn.commit()
                     return False
                 store.db.conn.rollback()
-                if isinstance(exc, sqlite3.Error):
+                if isinstance(exc, database.Error):
                     raise StoreError(store._explain(exc)) from None
                 return False
 
@@ -558,7 +642,7 @@ class ChunkStore:
         try:
             rows = self.db.conn.execute(
                 f"SELECT id, text FROM chunks WHERE kind IN ({marks(kinds)}) ORDER BY id", list(kinds)).fetchall()
-        except sqlite3.Error as exc:
+        except database.Error as exc:
             raise StoreError(self._explain(exc)) from None
         return {cid: self._open_text(text) for cid, text in rows}
 
@@ -589,7 +673,7 @@ class ChunkStore:
                 ):
                     ctx = Context(cid, text, origin, when)
                     (chunks[chunk_id].avoid if origin == DISMISSED else chunks[chunk_id].contexts).append(ctx)
-        except sqlite3.Error as exc:
+        except database.Error as exc:
             raise StoreError(self._explain(exc)) from None
         return list(chunks.values())
 

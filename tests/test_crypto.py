@@ -1,6 +1,5 @@
-"""PII values at rest: encrypted with a keychain key or a passphrase, readable only in memory."""
-import sqlite3
-
+"""The store at rest: the whole file encrypted (SQLCipher) with a keychain key or a passphrase, PII
+values sealed once more inside it; readable only in memory."""
 import pytest
 
 from core import crypto
@@ -19,7 +18,19 @@ def raw_bytes(path):
     return data
 
 
-def test_pii_is_encrypted_on_disk_and_plain_in_memory(tmp_path):
+def older_store(path, chunks=()):
+    """A store as Chunkwise wrote it before file encryption: plain SQLite, PII values sealed with the
+    key its meta rows name (what ChunkStore.__init__ did then), *chunks* added after."""
+    store = ChunkStore(path, encrypted=False)
+    store.key = store._open_key()
+    store._encrypt_plain_pii()
+    for text, kind, contexts in chunks:
+        store.add_chunk(text, kind, contexts)
+    store.close()
+    assert path.read_bytes().startswith(b"SQLite format 3")
+
+
+def test_everything_is_encrypted_on_disk_and_plain_in_memory(tmp_path):
     path = tmp_path / "chunks.db"
     with ChunkStore(path) as store:
         store.add_chunk(PHONE, "pii", ["Call me at"], label="phone")
@@ -27,9 +38,11 @@ def test_pii_is_encrypted_on_disk_and_plain_in_memory(tmp_path):
         assert "passphrase" in store.encryption
         assert {c.text for c in store.list_chunks()} == {PHONE, "Kind regards,"}
     assert PHONE.encode() not in raw_bytes(path)
-    assert b"Kind regards," in raw_bytes(path)                # only PII values are sealed
+    assert b"Kind regards," not in raw_bytes(path) and b"Thanks again" not in raw_bytes(path)
+    assert b"SQLite format" not in raw_bytes(path)[:16]
     with ChunkStore(path) as store:
         assert store.get_chunk(1).text == PHONE
+        assert [c.text for c in store.list_chunks(search="regards")] == ["Kind regards,"]
 
 
 def test_derived_data_does_not_reveal_pii(make_engine, tmp_path):
@@ -149,18 +162,38 @@ def test_keychain_holds_the_key_when_there_is_one(tmp_path, keychain):
         ChunkStore(path)
 
 
-def test_plain_pii_of_an_older_store_is_sealed_on_open(tmp_path):
+def test_an_older_keychain_store_is_encrypted_and_found_by_its_file(tmp_path, keychain):
+    """Bug caught: a keychain store from before file encryption whose key, saved under a random id
+    that only the (now encrypted) meta rows name, is not found again: the user locked out."""
     path = tmp_path / "chunks.db"
+    older_store(path, [(PHONE, "pii", ["Call me at"])])
     with ChunkStore(path) as store:
-        store.add_chunk("placeholder", "snippet", ["x"])
-    conn = sqlite3.connect(path)                               # as a schema-3 store had it: plain text
-    conn.execute("INSERT INTO chunks (text, kind, label, use_count) VALUES (?, 'pii', 'phone', 0)", (PHONE,))
-    conn.commit()
-    conn.close()
+        assert store.get_chunk(1).text == PHONE and "keychain" in store.encryption
+    assert b"Call me at" not in raw_bytes(path)
     with ChunkStore(path) as store:
-        assert PHONE in {c.text for c in store.list_chunks()}
-        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    assert PHONE.encode() not in raw_bytes(path)
+        assert store.get_chunk(1).text == PHONE
+
+
+def test_an_older_plain_store_is_encrypted_on_open_and_keeps_its_passphrase(tmp_path, monkeypatch):
+    """Bugs caught: a store from before file encryption left readable on disk, or encrypted with a
+    key its own passphrase no longer opens; its plain PII (schema 3) left unsealed."""
+    path = tmp_path / "chunks.db"
+    older_store(path, [(PHONE, "pii", ["Call me at"]), ("Kind regards,", "snippet", ["Thanks again."])])
+    with ChunkStore(path, encrypted=False) as plain:                # schema-3 PII: a plain value
+        plain.db.conn.execute("INSERT INTO chunks (text, kind, label, use_count) VALUES (?, 'pii', 'fax', 0)",
+                              ("(555) 000-1111",))
+        plain.db.conn.commit()
+    assert b"Kind regards," in raw_bytes(path)
+    with ChunkStore(path) as store:
+        assert {c.text for c in store.list_chunks()} == {PHONE, "Kind regards,", "(555) 000-1111"}
+    assert b"Kind regards," not in raw_bytes(path) and b"(555) 000-1111" not in raw_bytes(path)
+    assert not list(tmp_path.glob(".*encrypting*"))
+    monkeypatch.setenv("CHUNKWISE_PASSPHRASE", "a wrong one")
+    with pytest.raises(StoreError, match="Wrong passphrase"):
+        ChunkStore(path)
+    monkeypatch.setenv("CHUNKWISE_PASSPHRASE", "correct horse battery staple")
+    with ChunkStore(path) as store:
+        assert store.get_chunk(1).text == PHONE
 
 
 def test_deleted_pii_leaves_no_trace_in_the_file(tmp_path):
@@ -178,7 +211,8 @@ def test_new_stores_use_the_slow_kdf_and_older_stores_still_open(tmp_path, monke
     monkeypatch.setenv("CHUNKWISE_PASSPHRASE", "horse staple")
     with ChunkStore(tmp_path / "new.db") as store:
         store.add_chunk("(555) 123-4567", "pii", ["Call me at"])
-    meta = dict(sqlite3.connect(tmp_path / "new.db").execute("SELECT key, value FROM meta").fetchall())
+    with ChunkStore(tmp_path / "new.db") as store:
+        meta = dict(store.db.execute("SELECT key, value FROM meta").fetchall())
     assert meta["key_kdf"] == crypto.KDF_NEW and crypto.KDF_SCHEMES[meta["key_kdf"]]["n"] >= 2**17
 
     salt = bytes(range(16))                       # a store made before key_kdf existed (scheme v1)

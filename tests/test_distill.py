@@ -2,13 +2,13 @@
 import json
 import mailbox
 import math
-import sqlite3
 from pathlib import Path
 from email.message import EmailMessage
 
 import numpy as np
 import pytest
 
+from core import database
 from core.corpus import CorpusError, Document, read_corpus, read_prompts
 from core.distill import Miner, align_logprob, confident_spans
 from core.errors import ChunkwiseError
@@ -193,7 +193,7 @@ def test_interrupted_or_failed_mining_stores_nothing(make_engine, monkeypatch):
     assert engine.store.count() == (0, 0)
 
     def broken(*args, **kwargs):
-        raise sqlite3.OperationalError("disk I/O error")
+        raise database.OperationalError("disk I/O error")
 
     monkeypatch.setattr(engine.store, "_insert_knn", broken)
     with pytest.raises(ChunkwiseError, match="disk I/O"):

@@ -137,17 +137,14 @@ def test_store_learned_contexts_survive_edits_and_only_they_can_be_removed(store
 
 
 def test_schema_4_store_migrates_with_its_contexts(tmp_path):
-    import sqlite3
-
     path = tmp_path / "old.db"
     with ChunkStore(path) as s:
         cid = s.add_chunk("Kind regards, Mara", "snippet", ["Thanks again."])
-    conn = sqlite3.connect(path)           # make it look like a schema-4 store
-    conn.execute("ALTER TABLE contexts DROP COLUMN origin")
-    conn.execute("ALTER TABLE contexts DROP COLUMN learned_at")
-    conn.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
-    conn.commit()
-    conn.close()
+        conn = s.db.conn                   # make it look like a schema-4 store
+        conn.execute("ALTER TABLE contexts DROP COLUMN origin")
+        conn.execute("ALTER TABLE contexts DROP COLUMN learned_at")
+        conn.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
+        conn.commit()
     with ChunkStore(path) as s:
         assert s.schema_version == 5
         assert [c.text for c in s.get_chunk(cid).contexts] == ["Thanks again."]

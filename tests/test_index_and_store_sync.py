@@ -1,7 +1,9 @@
 """The persisted HNSW index never disagrees with the database."""
 import numpy as np
+import pytest
 
-from core.index import VectorIndex, data_files
+from core.crypto import StoreKey
+from core.index import VectorIndex, data_files, index_files
 from core.store import ChunkStore
 from tests.conftest import paper_profile
 
@@ -23,31 +25,58 @@ def test_upsert_remove_query():
     assert idx.query(vecs[8], k=2)[0].tolist()[:2] in ([7, 8], [8, 7])
 
 
-def test_load_repairs_a_stale_index(tmp_path):
+KEY = StoreKey(bytes(range(32)), "test")
+
+
+@pytest.mark.parametrize("key", [None, KEY], ids=["plain", "sealed"])
+def test_load_repairs_a_stale_index(tmp_path, key):
     path = tmp_path / "x.hnsw"
     vecs = _vectors(20)
     idx = VectorIndex(dim=8)
     idx.upsert(list(range(10)), vecs[:10], ["a"] * 10)
-    idx.save(path, "model-A")
+    idx.save(path, "model-A", key=key)
+    fetch = lambda labels: vecs[np.asarray(labels)]
+    loaded, status = VectorIndex.load_or_build(path, "model-A", 8, {i: "a" for i in range(10)}, fetch, key=key)
+    assert status == "loaded" and loaded.query(vecs[4], k=1)[0].tolist() == [4]
     wanted = {i: "a" for i in range(3, 15)}          # 0-2 deleted, 10-14 new
     wanted[5] = "b"                                   # 5 changed
-    fetch = lambda labels: vecs[np.asarray(labels)]
-    loaded, status = VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch)
+    loaded, status = VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch, key=key)
     assert status == "repaired" and loaded.hashes == wanted
     assert set(loaded.query(vecs[0], k=20)[0].tolist()) == set(wanted)
     # another model's index, or a broken sidecar, is rebuilt from the database
-    _, status = VectorIndex.load_or_build(path, "model-B", 8, wanted, fetch)
+    _, status = VectorIndex.load_or_build(path, "model-B", 8, wanted, fetch, key=key)
     assert status == "rebuilt"
     path.write_text("{not json")
-    rebuilt, status = VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch)
+    rebuilt, status = VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch, key=key)
     assert status == "rebuilt" and rebuilt.hashes == wanted
-    rebuilt.save(path, "model-A")
+    rebuilt.save(path, "model-A", key=key)
     (data,) = data_files(path)                        # earlier saves' data files are gone
-    _, status = VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch)
+    _, status = VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch, key=key)
     assert status == "loaded"
     data.write_bytes(data.read_bytes()[:-8])          # a data file that is not the one the manifest names
-    _, status = VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch)
+    _, status = VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch, key=key)
     assert status == "rebuilt"
+
+
+def test_a_sealed_index_hides_its_vectors_and_opens_with_its_own_key_and_files_only(tmp_path):
+    """Bugs caught: context vectors (hidden states of the user's text) readable in the index file;
+    a sealed index that another key opens, or whose data file can be swapped for another save's."""
+    path = tmp_path / "x.hnsw"
+    vecs = _vectors(10)
+    idx = VectorIndex(dim=8)
+    idx.upsert(list(range(10)), vecs, ["h"] * 10)
+    idx.save(path, "model-A", key=KEY)
+    written = b"".join(p.read_bytes() for p in index_files(path))
+    assert vecs[3].tobytes() not in written and b'"labels"' not in written
+    wanted, fetch = {i: "h" for i in range(10)}, (lambda labels: vecs[np.asarray(labels)])
+    other = StoreKey(bytes(32), "test")
+    assert VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch, key=other)[1] == "rebuilt"
+    (first,) = data_files(path)
+    kept = first.read_bytes()
+    idx.save(path, "model-A", key=KEY)                 # a second save: another data file name
+    (second,) = data_files(path)
+    second.write_bytes(kept)                           # the first save's data under the second's name
+    assert VectorIndex.load_or_build(path, "model-A", 8, wanted, fetch, key=KEY)[1] == "rebuilt"
 
 
 def test_engine_keeps_the_index_in_step_with_the_store(tmp_path, make_engine):

@@ -149,8 +149,6 @@ def test_kill_during_a_migration_leaves_a_store_that_opens(tmp_path):
     """A store one schema version behind is opened by a Chunkwise killed between the two statements
     of the last migration.  Without a transaction around each step the first ALTER TABLE stayed,
     the version did not, and every later open failed ('duplicate column name: origin')."""
-    import sqlite3
-
     from core import store as s
 
     db = tmp_path / "old.db"
@@ -172,5 +170,4 @@ def test_kill_during_a_migration_leaves_a_store_that_opens(tmp_path):
         assert store.schema_version == s.SCHEMA_VERSION
         assert [c.text for c in store.list_chunks()] == ["+44 7700 900123"]
         assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    with sqlite3.connect(db) as conn:
-        assert {"origin", "learned_at"} <= {r[1] for r in conn.execute("PRAGMA table_info(contexts)")}
+        assert {"origin", "learned_at"} <= {r[1] for r in store.db.execute("PRAGMA table_info(contexts)")}

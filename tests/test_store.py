@@ -3,6 +3,7 @@ import sqlite3
 import numpy as np
 import pytest
 
+from core import database
 from core.errors import StoreError
 from core.store import SCHEMA_VERSION, ChunkStore, Encoding, source_hash
 
@@ -128,31 +129,48 @@ def test_locked_store_gets_a_clear_message(tmp_path):
     path = tmp_path / "locked.db"
     with ChunkStore(path) as s:
         s.add_chunk("v", "phrase", ["c"])
-    other = sqlite3.connect(path)
-    other.execute("BEGIN EXCLUSIVE")
+    other = ChunkStore(path)
+    other.db.conn.execute("BEGIN EXCLUSIVE")
     try:
         with ChunkStore(path) as s:
             s.db.conn.execute("PRAGMA busy_timeout = 100")
             with pytest.raises(StoreError, match="locked by another"):
                 s.add_chunk("w", "phrase", ["d"])
     finally:
-        other.rollback()
+        other.db.conn.rollback()
         other.close()
     with ChunkStore(path) as s:
         assert s.count() == (1, 1)
 
 
+class PortableLimit:
+    """The store's connection as SQLite builds with a portable variable limit behave: a statement
+    with more than *limit* '?' fails (the bundled SQLCipher allows 250,000, and its Python
+    bindings cannot lower the limit)."""
+
+    def __init__(self, conn, limit: int = 1000):
+        self._conn, self._limit = conn, limit
+
+    def execute(self, sql, *args):
+        if sql.count("?") > self._limit:
+            raise database.OperationalError("too many SQL variables")
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
 def test_long_id_lists_work_on_sqlite_builds_with_the_portable_variable_limit(tmp_path):
-    """Debian's SQLite allows 250,000 '?' in a statement; others stop at 32,766 (or 999). With the
-    limit lowered to 1,000, listing, searching learned contexts and removing 2,500 of them must work:
-    one IN (...) per call failed with 'too many SQL variables'."""
+    """Debian's SQLite and the bundled SQLCipher allow 250,000 '?' in a statement; others stop at
+    32,766 (or 999). With the limit at 1,000, listing, searching learned contexts and removing 2,500
+    of them must work: one IN (...) per call failed with 'too many SQL variables'."""
     from core.store import LEARNED
 
     with ChunkStore(tmp_path / "many.db") as s:
         ids = s.add_many([{"text": f"snippet {i}", "kind": "snippet", "contexts": [f"context {i}"]}
                           for i in range(2500)])
         learned = [s.add_context(cid, f"learned before {i}", LEARNED) for i, cid in enumerate(ids)]
-        s.db.conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 1000)
+        s.db.conn = PortableLimit(s.db.conn)
         chunks = s.list_chunks(ids=ids)
         assert [c.id for c in chunks] == sorted(ids) and all(len(c.contexts) == 2 for c in chunks)
         assert len(s.learned_contexts()) == 2500

@@ -1,0 +1,116 @@
+"""The chunk store's SQLite file, encrypted whole with SQLCipher (the ``sqlcipher3`` bindings).
+
+Everything Chunkwise keeps in the store is personal data: chunk and context
+texts of every kind, token ids, context vectors, the kNN datastore.  SQLCipher
+encrypts every page of the database and of its write-ahead log (AES-256,
+with an HMAC per page, so a changed, swapped or truncated page fails to
+read), decrypts pages into memory only, and leaves SQL untouched: searching
+the library with ``LIKE`` keeps working.
+
+The key is raw (32 bytes from the keychain or from scrypt, core/crypto.py),
+given together with the file's salt, which SQLCipher writes as the file's
+first 16 bytes: that salt is all that is readable without the key, and it
+is the scrypt salt of a passphrase store, so one file is the whole store.
+
+>>> conn = connect(":memory:")           # tests and benchmarks: plain, in memory
+>>> conn.execute("SELECT 1").fetchone()
+(1,)
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlcipher3 import dbapi2 as sqlite
+
+Error = sqlite.Error
+DatabaseError = sqlite.DatabaseError
+OperationalError = sqlite.OperationalError
+PLAIN_HEADER = b"SQLite format 3\x00"       # an unencrypted SQLite file (stores made before file encryption)
+SALT_BYTES = 16
+
+
+def connect(path: str, key: bytes | None = None, salt: bytes | None = None, timeout: float = 5.0):
+    """A connection to *path*, keyed when *key* is given (with *salt* for a new file).
+
+    Raises :class:`WrongKey` when the file does not open with the key.
+    """
+    conn = sqlite.connect(path, timeout=timeout, check_same_thread=False)
+    conn.execute("PRAGMA cipher_log_level = NONE")      # a wrong key is told by our message, not on stderr
+    if key is not None:
+        conn.execute(f"PRAGMA key = \"x'{key.hex()}{(salt or b'').hex()}'\"")
+        if not opens(conn):
+            conn.close()
+            raise WrongKey(path)
+    return conn
+
+
+def opens(conn) -> bool:
+    """Whether the connection's key reads the file (SQLCipher checks the first page's HMAC)."""
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return True
+    except DatabaseError:
+        return False
+
+
+class WrongKey(Exception):
+    """The file is encrypted with another key (or is not a database)."""
+
+
+def file_state(path: str | os.PathLike) -> tuple[str, bytes | None]:
+    """("new", None) for a missing or empty file, ("plain", None) for an unencrypted SQLite file,
+    ("damaged", None) for one that cannot be a database (its size is no whole number of pages),
+    ("encrypted", salt) otherwise."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(PLAIN_HEADER))
+            size = os.fstat(fh.fileno()).st_size
+    except FileNotFoundError:
+        return "new", None
+    if not head:
+        return "new", None
+    if head == PLAIN_HEADER:
+        return "plain", None
+    if size % 512:
+        return "damaged", None
+    return "encrypted", head[:SALT_BYTES]
+
+
+def encrypt_file(path: str, key: bytes, salt: bytes) -> None:
+    """Replace the plain SQLite file at *path* by an encrypted copy, all or nothing.
+
+    The copy (``sqlcipher_export``) is written beside it, flushed, and renamed
+    over the original: a crash before the rename leaves the plain store as it
+    was (and a stray copy, removed by the next try), after it the encrypted one.
+    The plain file's log is checkpointed into it first, so nothing is left behind
+    in a ``-wal`` that would outlive the rename.
+    """
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.encrypting")
+    for leftover in (tmp, Path(f"{tmp}-journal")):
+        leftover.unlink(missing_ok=True)
+    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    plain = sqlite.connect(str(target), timeout=5.0)
+    try:
+        plain.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        plain.execute(f"ATTACH DATABASE ? AS sealed KEY \"x'{key.hex()}{salt.hex()}'\"", (str(tmp),))
+        plain.execute("SELECT sqlcipher_export('sealed')")
+        plain.execute("DETACH DATABASE sealed")
+        plain.execute("PRAGMA journal_mode = DELETE")     # no log left beside the file that is replaced
+    except BaseException:
+        plain.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    plain.close()
+    with open(tmp, "rb+") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, target)
+    for side in ("-wal", "-shm", "-journal"):
+        Path(f"{target}{side}").unlink(missing_ok=True)
+    try:
+        fd = os.open(target.parent, os.O_RDONLY)
+        os.fsync(fd)
+        os.close(fd)
+    except OSError:
+        pass
