@@ -532,13 +532,13 @@ class ChunkStore:
     def update_chunk(self, chunk_id: int, *, text: str | None = None, kind: str | None = None,
                      label: str | None = ..., contexts: Sequence[str] | None = None) -> None:
         """Change a chunk.  Contexts that stay the same keep their encodings."""
-        old = self.get_chunk(chunk_id)
-        new_text = old.text if text is None else text
-        new_kind = old.kind if kind is None else kind
-        new_label = old.label if label is ... else label
-        new_contexts = [c.text for c in old.contexts] if contexts is None else list(contexts)
-        cleaned = validate_chunk(new_text, new_kind, new_label, new_contexts)
-        with self._guard():
+        with self._guard():      # read and written under one write lock: no other writer in between
+            old = self.get_chunk(chunk_id)
+            new_text = old.text if text is None else text
+            new_kind = old.kind if kind is None else kind
+            new_label = old.label if label is ... else label
+            new_contexts = [c.text for c in old.contexts] if contexts is None else list(contexts)
+            cleaned = validate_chunk(new_text, new_kind, new_label, new_contexts)
             self.db.conn.execute(
                 "UPDATE chunks SET text=?, kind=?, label=?, updated_at=? WHERE id=?",
                 (self._seal(new_text, new_kind), new_kind, new_label, _now(), chunk_id),
@@ -558,8 +558,8 @@ class ChunkStore:
 
     def remove_chunk(self, chunk_id: int) -> None:
         """Delete a chunk, its contexts and their encodings."""
-        self.get_chunk(chunk_id)  # raises if missing
         with self._guard():
+            self.get_chunk(chunk_id)  # raises if missing (checked under the write lock)
             ids = [r[0] for r in self.db.conn.execute("SELECT id FROM contexts WHERE chunk_id=?", (chunk_id,))]
             self._delete_contexts(ids)
             self.db.conn.execute("DELETE FROM chunks WHERE id=?", (chunk_id,))
@@ -579,8 +579,8 @@ class ChunkStore:
             raise StoreError(f"Unknown context origin {origin!r}.")
         text = text.strip() if isinstance(text, str) else text
         validate_chunk("x", "pii", None, [text])          # the context rules: non-empty, no NUL, not too long
-        self.get_chunk(chunk_id)                           # a chunk deleted meanwhile: a clear StoreError
         with self._guard():
+            self.get_chunk(chunk_id)                       # a chunk deleted meanwhile: a clear StoreError
             conn = self.db.conn
             row = conn.execute("SELECT id, origin FROM contexts WHERE chunk_id=? AND text=?",
                                (chunk_id, text)).fetchone()
@@ -746,7 +746,10 @@ class ChunkStore:
         row = self.db.conn.execute("SELECT id FROM models WHERE identity=?", (identity,)).fetchone()
         if row:
             return row[0]
-        with self._guard():
+        with self._guard():      # another process may have registered it since: look again under the lock
+            row = self.db.conn.execute("SELECT id FROM models WHERE identity=?", (identity,)).fetchone()
+            if row:
+                return row[0]
             cur = self.db.conn.execute(
                 "INSERT INTO models (identity, name, dim, created_at) VALUES (?,?,?,?)",
                 (identity, name, dim, _now()),

@@ -176,3 +176,42 @@ def test_long_id_lists_work_on_sqlite_builds_with_the_portable_variable_limit(tm
         assert len(s.learned_contexts()) == 2500
         assert s.remove_contexts(learned) == 2500
         assert all(len(c.contexts) == 1 for c in s.list_chunks(ids=ids))
+
+
+class SeesBeforeOther:
+    """The store's connection, where another process writes between this one's first look at a
+    table and what it does next (the race a check-then-insert loses)."""
+
+    def __init__(self, conn, looks_at: str, other_writes):
+        self._conn, self._looks_at, self._other_writes = conn, looks_at, other_writes
+
+    def execute(self, sql, *args):
+        result = self._conn.execute(sql, *args)
+        if self._other_writes is not None and self._looks_at in sql:
+            rows, writes, self._other_writes = result.fetchall(), self._other_writes, None
+            writes()                                   # after our read, before our write
+            return _Rows(rows)
+        return result
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+class _Rows(list):
+    def fetchone(self):
+        return self[0] if self else None
+
+    def fetchall(self):
+        return list(self)
+
+
+def test_two_instances_registering_one_model_share_its_row(tmp_path):
+    """Bug caught: model_id looked for the model, then inserted it in a separate step; a second
+    Chunkwise registering it in between made the first fail on the unique identity."""
+    path = tmp_path / "shared.db"
+    with ChunkStore(path) as first, ChunkStore(path) as second:
+        first.db.conn = SeesBeforeOther(first.db.conn, "FROM models",
+                                        lambda: second.model_id("model-x", "m", 8))
+        mid = first.model_id("model-x", "m", 8)
+        assert mid == second.model_id("model-x", "m", 8)
+        assert first.db.execute("SELECT count(*) FROM models").fetchone()[0] == 1
