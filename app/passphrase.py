@@ -33,7 +33,8 @@ def ask_passphrase(parent=None, unlock: bool = False, store: str | os.PathLike |
     if not unlock and (os.environ.get("CHUNKWISE_PASSPHRASE") or crypto.keychain_available()):
         return True
     title = "Chunkwise: unlock your chunk library" if unlock else "Chunkwise: unlock your chunk store"
-    new = store is not None and not Path(store).exists()
+    # Missing or empty: a store that failed to open on its first day is an empty file, still new.
+    new = store is not None and (not Path(store).exists() or Path(store).stat().st_size == 0)
     while True:
         text, ok = QInputDialog.getText(parent, title, PROMPT_NEW if new else PROMPT, QLineEdit.Password)
         if not ok or not text:

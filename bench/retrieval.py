@@ -68,8 +68,9 @@ def fill_store(store: ChunkStore, model_id: int, stats, n_contexts: int, per_chu
     rng = np.random.default_rng(seed)
     colour = np.linalg.inv(stats.whitener).astype(np.float32)         # C^(1/2)
     conn = store.db.conn
-    # Sealed as the store seals them (a keyed store decrypts every token blob on load, as users' do).
-    tokens = store._seal_tokens(np.array([1, 2, 3], np.int32).tobytes())
+    # Sealed as the store seals them, bound to their row (a keyed store decrypts every token blob on
+    # load, as users' do).
+    tokens = np.array([1, 2, 3], np.int32).tobytes()
     made = 0
     centres = []
     while made < n_contexts:
@@ -92,7 +93,7 @@ def fill_store(store: ChunkStore, model_id: int, stats, n_contexts: int, per_chu
         conn.executemany(
             "INSERT INTO encodings (context_id, model_id, entry_token, chunk_tokens, vector, vector_local, source_hash)"
             " VALUES (?,?,?,?,?,?,?)",
-            [(cid, model_id, 1, tokens, raw[j].astype(np.float16).tobytes(),
+            [(cid, model_id, 1, store._seal_tokens(tokens, model_id, cid), raw[j].astype(np.float16).tobytes(),
               local[j].astype(np.float16).tobytes(), source_hash(text, f"synthetic chunk {chunk}"))
              for j, (cid, chunk, text) in enumerate(rows)])
         conn.commit()

@@ -110,9 +110,9 @@ def main() -> None:
     for step, label in (("open", "open the store"), ("matching", "load matching (index persisted)"),
                         ("knn", "read the kNN datastore")):
         p, e = best["plain"][step], best["encrypted"][step]
-        rows.append([label, f"{p:.2f}", f"{e:.2f}", f"{e / p:.2f}x"])
+        rows.append([label, f"{p:.3f}", f"{e:.3f}", f"{e / p:.2f}x"])
     p, e = sum(best["plain"].values()), sum(best["encrypted"].values())
-    rows.append(["total", f"{p:.2f}", f"{e:.2f}", f"{e / p:.2f}x"])
+    rows.append(["total", f"{p:.3f}", f"{e:.3f}", f"{e / p:.2f}x"])
     lines = [f"Machine: {machine()}",
              f"{args.contexts:,} contexts, {args.knn:,} kNN rows, model dim {dim}; best of {args.repeats}, "
              "plain and encrypted alternating", "",

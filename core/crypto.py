@@ -1,13 +1,16 @@
-"""PII values at rest: AES-256-GCM with a key kept in the OS keychain, or derived from a passphrase.
+"""The store's key, and sealing with it: AES-256-GCM, a key kept in the OS keychain or derived from a passphrase.
 
 A file store gets a random 256-bit key the first time it is opened.  The key
 lives in the operating system's keychain (the ``keyring`` package: macOS
-Keychain, Windows Credential Locker, Secret Service on Linux desktops).
-Where no keychain exists, the key is derived from a passphrase with scrypt:
-``CHUNKWISE_PASSPHRASE``, or asked for (the command line prompts on a
-terminal; the editor asks in a dialog).  The store records which of the two
-it uses and a check value, so a wrong passphrase is told apart from damaged
-data.  Decrypted values exist only in memory.
+Keychain, Windows Credential Locker, Secret Service on Linux desktops), under
+the store file's salt.  Where no keychain exists, the key is derived from a
+passphrase with scrypt and that salt: ``CHUNKWISE_PASSPHRASE``, or asked for
+(the command line prompts on a terminal; the editor asks in a dialog).
+
+The key opens the whole file (SQLCipher, core/database.py); inside it, PII
+values and token ids are sealed once more (AES-256-GCM, bound to their row),
+and the HNSW index files beside it are sealed with it (:meth:`StoreKey.seal_file`).
+Decrypted data exists only in memory.
 
 >>> key = StoreKey(bytes(32), "test")
 >>> token = key.encrypt_text("(555) 123-4567")
@@ -29,7 +32,9 @@ from typing import Callable
 
 from .errors import StoreError
 
-PREFIX = "enc1:"
+PREFIX = "enc1:"                # sealed with no associated data (stores before places were bound)
+PLACED = "enc2:"                # sealed bound to its place (table, column, row)
+PLACED_PREFIX = b"enc2:"
 FILE_MAGIC = b"chunkwise-sealed-1\n"
 FRAME = 1 << 26                 # 64 MiB of plaintext per AES-GCM call
 BLOB_PREFIX = b"enc1:"
@@ -78,21 +83,39 @@ class StoreKey:
         self._mac_key = mac_key(key, scheme)
         self.source = source                         # "keychain" or "passphrase"
 
-    def encrypt_blob(self, data: bytes) -> bytes:
+    def encrypt_blob(self, data: bytes, place: str | None = None) -> bytes:
+        """*data* sealed; with *place* (table, column and row, say ``"chunks.text:7"``) as associated
+        data, so the value only opens where it was written: one swapped into another row fails."""
         nonce = secrets.token_bytes(12)
-        return BLOB_PREFIX + nonce + self._aead.encrypt(nonce, data, None)
+        if place is None:
+            return BLOB_PREFIX + nonce + self._aead.encrypt(nonce, data, None)
+        return PLACED_PREFIX + nonce + self._aead.encrypt(nonce, data, place.encode("utf-8"))
 
-    def decrypt_blob(self, data: bytes) -> bytes:
-        if not data.startswith(BLOB_PREFIX):
+    def decrypt_blob(self, data: bytes, place: str | None = None) -> bytes:
+        if data.startswith(PLACED_PREFIX):
+            raw, aad = data[len(PLACED_PREFIX):], (place or "").encode("utf-8")
+        elif data.startswith(BLOB_PREFIX):
+            raw, aad = data[len(BLOB_PREFIX):], None            # sealed before places were bound
+        else:
             return data
         from cryptography.exceptions import InvalidTag
 
-        raw = data[len(BLOB_PREFIX):]
         try:
-            return self._aead.decrypt(raw[:12], raw[12:], None)
+            return self._aead.decrypt(raw[:12], raw[12:], aad)
         except InvalidTag:
-            raise StoreError("An encrypted value in the chunk store does not decrypt with this key "
-                             "(wrong passphrase, or the data was damaged).") from None
+            raise StoreError("An encrypted value in the chunk store does not decrypt with this key where it "
+                             "is (wrong passphrase, or the data was damaged or moved).") from None
+
+    def encrypt_text(self, text: str, place: str | None = None) -> str:
+        blob = self.encrypt_blob(text.encode("utf-8"), place)
+        prefix = PLACED if place is not None else PREFIX
+        return prefix + base64.b64encode(blob[len(prefix):]).decode()
+
+    def decrypt_text(self, text: str, place: str | None = None) -> str:
+        for prefix, blob_prefix in ((PLACED, PLACED_PREFIX), (PREFIX, BLOB_PREFIX)):
+            if text.startswith(prefix):
+                return self.decrypt_blob(blob_prefix + base64.b64decode(text[len(prefix):]), place).decode("utf-8")
+        return text
 
     def seal_file(self, data: bytes, purpose: str) -> bytes:
         """*data* (any size) sealed for a file: AES-GCM frames of at most FRAME bytes (GCM's limit per
@@ -134,14 +157,6 @@ class StoreKey:
             raise StoreError("A file of the chunk store does not decrypt with its key (damaged, or "
                              "not the file it should be).") from None
         return b"".join(parts)
-
-    def encrypt_text(self, text: str) -> str:
-        return PREFIX + base64.b64encode(self.encrypt_blob(text.encode("utf-8"))[len(BLOB_PREFIX):]).decode()
-
-    def decrypt_text(self, text: str) -> str:
-        if not text.startswith(PREFIX):
-            return text
-        return self.decrypt_blob(BLOB_PREFIX + base64.b64decode(text[len(PREFIX):])).decode("utf-8")
 
     def fingerprint(self, data: str) -> str:
         """Keyed hash (HMAC-SHA256): a plain hash of a phone number could be brute-forced."""

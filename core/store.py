@@ -422,16 +422,20 @@ class ChunkStore:
         return ("encrypted (the whole file, AES-256), key in the system keychain" if self.key.source == "keychain"
                 else "encrypted (the whole file, AES-256), key from your passphrase")
 
-    def _seal(self, text: str, kind: str) -> str:
-        return self.key.encrypt_text(text) if (self.key is not None and kind == "pii") else text
+    # Sealed values are bound to their place (associated data): a value copied into another row
+    # does not open there, so rows cannot be swapped unnoticed even by someone who can write the file.
 
-    def _open_text(self, text: str) -> str:
-        from .crypto import PREFIX
+    def _seal(self, text: str, kind: str, chunk_id: int) -> str:
+        return self.key.encrypt_text(text, f"chunks.text:{chunk_id}") if (self.key is not None and kind == "pii") \
+            else text
 
-        if text.startswith(PREFIX):
+    def _open_text(self, text: str, chunk_id: int) -> str:
+        from .crypto import PLACED, PREFIX
+
+        if text.startswith((PREFIX, PLACED)):
             if self.key is None:
                 raise StoreError("This value is encrypted and the store has no key.")
-            return self.key.decrypt_text(text)
+            return self.key.decrypt_text(text, f"chunks.text:{chunk_id}")
         return text
 
     def _hash(self, context: str, chunk: str, kind: str) -> str:
@@ -440,39 +444,46 @@ class ChunkStore:
             return self.key.fingerprint(f"{context}\x00{chunk}")
         return source_hash(context, chunk)
 
-    def _seal_tokens(self, blob: bytes) -> bytes:
-        return self.key.encrypt_blob(blob) if self.key is not None else blob
+    def _seal_tokens(self, blob: bytes, model_id: int, context_id: int) -> bytes:
+        return self.key.encrypt_blob(blob, f"encodings.chunk_tokens:{model_id}:{context_id}") \
+            if self.key is not None else blob
 
-    def _open_tokens(self, blob: bytes) -> bytes:
-        return self.key.decrypt_blob(blob) if self.key is not None else blob
+    def _open_tokens(self, blob: bytes, model_id: int, context_id: int) -> bytes:
+        return self.key.decrypt_blob(blob, f"encodings.chunk_tokens:{model_id}:{context_id}") \
+            if self.key is not None else blob
 
     def _encrypt_plain_pii(self) -> None:
-        """Stores written before encryption (schema < 4) or imported as files: seal their PII now."""
-        from .crypto import PREFIX
+        """Seal, bound to its place, what older stores left plain (PII before schema 4, or imported as
+        files) or sealed unbound (enc1: before places were bound), once and in one transaction."""
+        from .crypto import PLACED, PLACED_PREFIX, PREFIX
 
         rows = self.db.conn.execute(
-            "SELECT id, text FROM chunks WHERE kind='pii' AND substr(text, 1, ?) != ?", (len(PREFIX), PREFIX)
+            "SELECT id, text FROM chunks WHERE kind='pii' AND substr(text, 1, ?) != ?", (len(PLACED), PLACED)
         ).fetchall()
         # Token blobs are sealed on every write once a key exists: the scan of the whole
         # encodings table (gigabytes at a million contexts) is needed once per store, not per start.
-        sealed = self.db.execute("SELECT value FROM meta WHERE key='tokens_sealed'").fetchone()
+        sealed = self.db.execute("SELECT value FROM meta WHERE key='tokens_placed'").fetchone()
         blobs = [] if sealed else self.db.conn.execute(
-            "SELECT id, chunk_tokens FROM encodings WHERE substr(chunk_tokens, 1, 5) != ?", (b"enc1:",)
-        ).fetchall()
+            "SELECT id, model_id, context_id, chunk_tokens FROM encodings WHERE substr(chunk_tokens, 1, ?) != ?",
+            (len(PLACED_PREFIX), PLACED_PREFIX)).fetchall()
         if not rows and not blobs and sealed:
             return
         with self._guard():
-            self.db.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('tokens_sealed', '1')")
+            self.db.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('tokens_placed', '1')")
             for chunk_id, text in rows:
-                self.db.conn.execute("UPDATE chunks SET text=? WHERE id=?", (self._seal(text, "pii"), chunk_id))
+                was_plain = not text.startswith(PREFIX)
+                text = self._open_text(text, chunk_id)
+                self.db.conn.execute("UPDATE chunks SET text=? WHERE id=?", (self._seal(text, "pii", chunk_id), chunk_id))
+                if not was_plain:
+                    continue                      # its fingerprints were keyed already
                 for enc_id, ctx in self.db.conn.execute(
                         "SELECT e.id, x.text FROM encodings e JOIN contexts x ON x.id = e.context_id "
                         "WHERE x.chunk_id=?", (chunk_id,)).fetchall():
                     self.db.conn.execute("UPDATE encodings SET source_hash=? WHERE id=?",
                                          (self._hash(ctx, text, "pii"), enc_id))
-            for enc_id, blob in blobs:
-                self.db.conn.execute("UPDATE encodings SET chunk_tokens=? WHERE id=?",
-                                     (self._seal_tokens(blob), enc_id))
+            for enc_id, model_id, context_id, blob in blobs:
+                self.db.conn.execute("UPDATE encodings SET chunk_tokens=? WHERE id=?", (self._seal_tokens(
+                    self._open_tokens(blob, model_id, context_id), model_id, context_id), enc_id))
 
     def close(self) -> None:
         self.db.conn.close()
@@ -521,9 +532,11 @@ class ChunkStore:
         now = _now()
         cur = self.db.conn.execute(
             "INSERT INTO chunks (text, kind, label, created_at, updated_at, use_count) VALUES (?,?,?,?,?,0)",
-            (self._seal(text, kind), kind, label, now, now),
+            (text if kind != "pii" else "", kind, label, now, now),
         )
         chunk_id = cur.lastrowid
+        if kind == "pii":              # sealed bound to its row, whose id the insert gave
+            self.db.conn.execute("UPDATE chunks SET text=? WHERE id=?", (self._seal(text, kind, chunk_id), chunk_id))
         self.db.conn.executemany(
             "INSERT INTO contexts (chunk_id, text) VALUES (?, ?)", [(chunk_id, c) for c in contexts]
         )
@@ -541,7 +554,7 @@ class ChunkStore:
             cleaned = validate_chunk(new_text, new_kind, new_label, new_contexts)
             self.db.conn.execute(
                 "UPDATE chunks SET text=?, kind=?, label=?, updated_at=? WHERE id=?",
-                (self._seal(new_text, new_kind), new_kind, new_label, _now(), chunk_id),
+                (self._seal(new_text, new_kind, chunk_id), new_kind, new_label, _now(), chunk_id),
             )
             keep = {c.text: c.id for c in old.contexts}        # dismissed places (old.avoid) stay as they are
             for ctx in old.contexts:
@@ -644,7 +657,7 @@ class ChunkStore:
                 f"SELECT id, text FROM chunks WHERE kind IN ({marks(kinds)}) ORDER BY id", list(kinds)).fetchall()
         except database.Error as exc:
             raise StoreError(self._explain(exc)) from None
-        return {cid: self._open_text(text) for cid, text in rows}
+        return {cid: self._open_text(text, cid) for cid, text in rows}
 
     def list_chunks(self, kind: str | None = None, search: str | None = None,
                     ids: Sequence[int] | None = None) -> list[Chunk]:
@@ -664,7 +677,7 @@ class ChunkStore:
                 clauses = where + ([f"id IN ({marks(part)})"] if part is not None else [])
                 query = sql + (" WHERE " + " AND ".join(clauses) if clauses else "") + " ORDER BY id"
                 for r in self.db.conn.execute(query, args + (part or [])).fetchall():
-                    chunks[r[0]] = Chunk(r[0], self._open_text(r[1]), r[2], r[3], [], r[4], r[5], r[6])
+                    chunks[r[0]] = Chunk(r[0], self._open_text(r[1], r[0]), r[2], r[3], [], r[4], r[5], r[6])
             chunks = dict(sorted(chunks.items()))
             for part in batches(list(chunks)):
                 for cid, chunk_id, text, origin, when in self.db.conn.execute(
@@ -702,14 +715,16 @@ class ChunkStore:
         :meth:`add_knn`) go in the same transaction, skipping documents
         already there.  Returns (new chunks, new contexts).
         """
+        if kind == "pii":
+            raise StoreError("Mined chunks are phrases, never personal information: store them as another kind.")
         for c in chunks:
             validate_chunk(c.text, kind, None, [x.text for x in c.contexts])
         new_chunks = new_contexts = 0
         with self._guard():
             conn = self.db.conn
             for c in chunks:
-                row = conn.execute("SELECT id FROM chunks WHERE text=? AND kind=?",
-                                   (self._seal(c.text, kind), kind)).fetchone()
+                row = conn.execute("SELECT id FROM chunks WHERE text=? AND kind=?",   # mined kinds: never PII
+                                   (c.text, kind)).fetchone()
                 if row:
                     chunk_id = row[0]
                 else:
@@ -729,7 +744,7 @@ class ChunkStore:
                         """INSERT INTO encodings (context_id, model_id, entry_token, chunk_tokens, vector,
                                                   vector_local, source_hash) VALUES (?,?,?,?,?,?,?)""",
                         (ctx_id, model_id, int(ctx.entry_token),
-                         self._seal_tokens(np.asarray(c.tokens, dtype=np.int32).tobytes()),
+                         self._seal_tokens(np.asarray(c.tokens, dtype=np.int32).tobytes(), model_id, ctx_id),
                          np.asarray(ctx.vector, dtype=np.float16).tobytes(),
                          np.asarray(ctx.vector_local, dtype=np.float16).tobytes(), self._hash(ctx.text, c.text, kind)))
                     new_contexts += 1
@@ -769,7 +784,7 @@ class ChunkStore:
         ).fetchall()
         pending = []
         for ctx_id, chunk_id, ctx, chunk, old_hash, kind in rows:
-            chunk = self._open_text(chunk)
+            chunk = self._open_text(chunk, chunk_id)
             h = self._hash(ctx, chunk, kind)
             if old_hash != h:
                 pending.append(PendingEncoding(ctx_id, chunk_id, ctx, chunk, h))
@@ -788,7 +803,8 @@ class ChunkStore:
                      source_hash=excluded.source_hash""",
                 [
                     (e.context_id, model_id, int(e.entry_token),
-                     self._seal_tokens(np.asarray(e.chunk_tokens, dtype=np.int32).tobytes()),
+                     self._seal_tokens(np.asarray(e.chunk_tokens, dtype=np.int32).tobytes(), model_id,
+                                       e.context_id),
                      np.asarray(e.vector, dtype=np.float16).tobytes(),
                      np.asarray(e.vector_local, dtype=np.float16).tobytes(), e.source_hash)
                     for e in encodings
@@ -806,8 +822,8 @@ class ChunkStore:
         ).fetchall()
         out = []
         for label, ctx_id, chunk_id, entry, toks, h, ctx, chunk, kind, origin in rows:
-            if h == self._hash(ctx, self._open_text(chunk), kind):
-                toks = self._open_tokens(toks)
+            if h == self._hash(ctx, self._open_text(chunk, chunk_id), kind):
+                toks = self._open_tokens(toks, model_id, ctx_id)
                 out.append(StoredEncoding(label, ctx_id, chunk_id, entry,
                                           tuple(np.frombuffer(toks, dtype=np.int32).tolist()), h, origin))
         return out

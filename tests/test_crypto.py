@@ -51,7 +51,7 @@ def test_derived_data_does_not_reveal_pii(make_engine, tmp_path):
     engine.store.add_chunk(PHONE, "pii", ["Call me at"], label="phone")
     engine.refresh()
     toks, h = engine.store.db.execute("SELECT chunk_tokens, source_hash FROM encodings").fetchone()
-    assert toks.startswith(b"enc1:")                           # token ids would spell the number
+    assert toks.startswith(crypto.PLACED_PREFIX)               # token ids would spell the number
     assert h != source_hash("Call me at", PHONE)               # a plain hash could be brute-forced
     assert engine.matcher._tokens                             # matching has them, in memory
     engine.store.close()
@@ -226,3 +226,40 @@ def test_new_stores_use_the_slow_kdf_and_older_stores_still_open(tmp_path, monke
     assert crypto.mac_key(bytes(32), "v2") != crypto.mac_key(bytes(32), "v1")
     with pytest.raises(StoreError, match="newer Chunkwise"):
         crypto.open_key({**old_meta, "key_kdf": "v9"}, saved.update)
+
+
+def test_sealed_values_open_only_in_their_own_row(make_engine, tmp_path):
+    """Bug caught: a sealed PII value or token blob copied into another row opened there, so someone
+    able to write the file could swap the user's phone and email unnoticed."""
+    path = tmp_path / "chunks.db"
+    engine = make_engine(store=ChunkStore(path))
+    store = engine.store
+    phone = store.add_chunk(PHONE, "pii", ["Call me at"], label="phone")
+    email = store.add_chunk("dana@example.org", "pii", ["Write to me at"], label="email")
+    engine.refresh()
+    conn = store.db.conn
+    texts = dict(conn.execute("SELECT id, text FROM chunks").fetchall())
+    assert all(t.startswith(crypto.PLACED) for t in texts.values())
+    conn.execute("UPDATE chunks SET text=? WHERE id=?", (texts[email], phone))
+    conn.commit()
+    with pytest.raises(StoreError, match="where it is"):
+        store.get_chunk(phone)
+    conn.execute("UPDATE chunks SET text=? WHERE id=?", (texts[phone], phone))
+    (a, ta), (b, tb) = conn.execute("SELECT id, chunk_tokens FROM encodings ORDER BY id LIMIT 2").fetchall()
+    conn.execute("UPDATE encodings SET chunk_tokens=? WHERE id=?", (tb, a))
+    conn.commit()
+    with pytest.raises(StoreError, match="where it is"):
+        store.valid_encodings(engine.model_id)
+
+
+def test_values_sealed_before_places_were_bound_are_resealed_on_open(tmp_path):
+    """Bug caught: an upgrade that leaves older (unbound, enc1) values as they were, or loses them."""
+    path = tmp_path / "chunks.db"
+    with ChunkStore(path) as store:
+        cid = store.add_chunk(PHONE, "pii", ["Call me at"], label="phone")
+        store.db.conn.execute("UPDATE chunks SET text=? WHERE id=?", (store.key.encrypt_text(PHONE), cid))
+        store.db.conn.execute("DELETE FROM meta WHERE key='tokens_placed'")
+        store.db.conn.commit()
+    with ChunkStore(path) as store:
+        (text,) = store.db.execute("SELECT text FROM chunks").fetchone()
+        assert text.startswith(crypto.PLACED) and store.get_chunk(cid).text == PHONE

@@ -632,6 +632,35 @@ def test_a_locked_library_leaves_the_model_running_and_unlocks_without_a_restart
         w.shutdown()
 
 
+@pytest.mark.parametrize("trouble", ["cut short", "newer schema"])
+def test_a_damaged_or_newer_store_leaves_the_model_running_and_untouched(qtbot, tmp_path, trouble):
+    """Issue 12 (available). Bugs caught: a store that cannot be opened for a reason other than the
+    passphrase (a copy cut short, one written by a newer Chunkwise) taking the model down with it, a
+    message that does not name the file, or the editor 'repairing' the file it could not read."""
+    db = tmp_path / "store.db"
+    with ChunkStore(db) as store:
+        store.add_chunk("(555) 123-4567", "pii", ["Call me at"], label="phone")
+        if trouble == "newer schema":
+            store.db.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+            store.db.conn.commit()
+    if trouble == "cut short":
+        db.write_bytes(db.read_bytes()[:1000])
+    before = db.read_bytes()
+    w = ComposeWindow(Settings(db_path=str(db), debounce_ms=50), tmp_path / "settings.json")
+    w.confirm_close = False
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        qtbot.waitUntil(lambda: w.model_ready and w.unlock_action.isEnabled(), timeout=WAIT)
+        assert "locked" in w.model_label.text() and str(db) in w.model_label.toolTip()
+        assert ("newer Chunkwise" if trouble == "newer schema" else "corrupted") in w.model_label.toolTip()
+        editor = type_and_wait(qtbot, w, "Hi Tom,\n\nThanks for the update. I will")     # the model alone
+        assert editor.pieces and not any(p.from_chunk for p in editor.pieces)
+    finally:
+        w.shutdown()
+    assert db.read_bytes() == before
+
+
 def test_alt_brackets_cycle_other_suggestions_and_tab_takes_the_one_shown(qtbot, make_window):
     """Issue 14.12: Alt+] / Alt+[ show other continuations with a "2/3" counter; Tab takes the one on
     screen; typing cancels them.  Catches alternatives that are never asked for, painted over the

@@ -61,10 +61,17 @@ def test_a_new_store_takes_its_passphrase_twice_and_a_mismatch_is_asked_again(qt
 
 def test_an_existing_store_asks_once_and_escape_declines(qtbot, tmp_path, no_keychain):
     db = tmp_path / "old.db"
-    db.write_bytes(b"")
+    crypto.set_passphrase("horse staple")
+    ChunkStore(db).close()                                           # a store made earlier
     prompts, warnings = [], []
     answer(qtbot, ["horse staple"], prompts, warnings)
     assert ask_passphrase(store=db) and len(prompts) == 1 and not warnings
+    crypto.set_passphrase(None)
+    empty = tmp_path / "empty.db"                                    # left by a first open that failed: new
+    empty.write_bytes(b"")
+    prompts.clear()
+    answer(qtbot, ["horse staple", "horse staple"], prompts, warnings)
+    assert ask_passphrase(store=empty) and len(prompts) == 2 and "once more" in prompts[1]
     crypto.set_passphrase(None)
     answer(qtbot, ["horse staple", None], prompts, warnings)       # a new store: Escape at the second ask
     assert not ask_passphrase(store=tmp_path / "new.db")
