@@ -368,9 +368,15 @@ class LlamaRuntime:
         """Forget cached tokens from position *n* on."""
         if n < len(self.tokens):
             ok = self._lib.llama_memory_seq_rm(self._memory, 0, n, -1)
-            if not ok:  # a model whose memory cannot drop a tail: start over
-                self._lib.llama_memory_clear(self._memory, True)
-                n = 0
+            if not ok:
+                # A model whose memory cannot drop a tail (a recurrent state): clear it and decode the
+                # kept tokens again, so what follows still sees its context (clearing alone went on at
+                # position 0 with none).  Costs one prefill of the kept tokens.
+                kept = self.tokens[:n]
+                self.reset()
+                if kept:
+                    self.eval(kept, outputs="last", hidden=False)
+                return
             del self.tokens[n:]
             self.dropped = {p for p in self.dropped if p < n}
 

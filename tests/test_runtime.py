@@ -66,6 +66,23 @@ def test_truncate_forgets_the_tail(runtime):
     assert runtime.tokens == toks and out.logits.shape[0] == 1
 
 
+def test_a_memory_that_cannot_drop_a_tail_keeps_the_context_it_kept(runtime, monkeypatch):
+    """Issue 12. Bug caught: for a model whose memory cannot remove a tail (llama_memory_seq_rm says
+    no, as recurrent models do), truncate cleared the whole cache and generation went on at position 0
+    with no context. The runtime double is that one call only; the model and its cache are real."""
+    toks = runtime.tokenize("Hi Tom,\n\nThanks for the update on the budget. I will send")
+    runtime.reset()
+    runtime.eval(toks[:10], hidden=False)
+    expected = runtime.eval(toks[10:11], hidden=False).logits[-1].copy()
+    runtime.reset()
+    runtime.eval(toks, hidden=False)
+    monkeypatch.setattr(runtime._lib, "llama_memory_seq_rm", lambda *args: False)
+    runtime.truncate(10)
+    monkeypatch.undo()
+    assert runtime.tokens == toks[:10]
+    assert np.array_equal(runtime.eval(toks[10:11], hidden=False).logits[-1], expected)
+
+
 def test_chat_template_is_the_models_own(runtime):
     text = runtime.chat_prompt([{"role": "user", "content": "Hi"}])
     assert "<|im_start|>user\nHi<|im_end|>" in text and text.rstrip().endswith("<|im_start|>assistant")
