@@ -667,7 +667,10 @@ class ChunkStore:
             where.append("kind = ?")
             args.append(kind)
         if search:
-            where.append("(text LIKE ? OR label LIKE ? OR id IN (SELECT chunk_id FROM contexts WHERE text LIKE ?))")
+            # PII values are sealed inside the (encrypted) file, so LIKE cannot see them: every PII row
+            # is read and decrypted, and kept below only if the term is in its value, label or contexts.
+            where.append("(text LIKE ? OR label LIKE ? OR id IN (SELECT chunk_id FROM contexts WHERE text LIKE ?) "
+                         "OR kind = 'pii')")
             args += [f"%{search}%"] * 3
         sql = "SELECT id, text, kind, label, created_at, updated_at, use_count FROM chunks"
         parts = list(batches(ids)) if ids is not None else [None]
@@ -688,6 +691,10 @@ class ChunkStore:
                     (chunks[chunk_id].avoid if origin == DISMISSED else chunks[chunk_id].contexts).append(ctx)
         except database.Error as exc:
             raise StoreError(self._explain(exc)) from None
+        if search:
+            term = search.casefold()
+            return [c for c in chunks.values() if c.kind != "pii" or any(
+                term in t.casefold() for t in (c.text, c.label or "", *(x.text for x in c.contexts + c.avoid)))]
         return list(chunks.values())
 
     def count(self) -> tuple[int, int]:

@@ -43,6 +43,8 @@ def test_everything_is_encrypted_on_disk_and_plain_in_memory(tmp_path):
     with ChunkStore(path) as store:
         assert store.get_chunk(1).text == PHONE
         assert [c.text for c in store.list_chunks(search="regards")] == ["Kind regards,"]
+        assert [c.text for c in store.list_chunks(search="867-53")] == [PHONE]    # a sealed value, found
+        assert store.list_chunks(search="867-54") == []
 
 
 def test_derived_data_does_not_reveal_pii(make_engine, tmp_path):
