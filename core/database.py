@@ -53,12 +53,15 @@ def connect(path: str, key: bytes | None = None, salt: bytes | None = None, time
 
 
 def opens(conn) -> bool:
-    """Whether the connection's key reads the file (SQLCipher checks the first page's HMAC)."""
+    """Whether the connection's key reads the file (SQLCipher checks the first page's HMAC).  Only
+    "not a database" means another key: a locked or unreadable file raises, and is told as such."""
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         return True
-    except DatabaseError:
-        return False
+    except DatabaseError as exc:
+        if "not a database" in str(exc):
+            return False
+        raise
 
 
 class WrongKey(Exception):
@@ -75,6 +78,8 @@ def file_state(path: str | os.PathLike) -> tuple[str, bytes | None]:
             size = os.fstat(fh.fileno()).st_size
     except FileNotFoundError:
         return "new", None
+    except OSError as exc:
+        raise OperationalError(f"unable to open database file ({exc.strerror})") from None
     if not head:
         return "new", None
     if head == PLAIN_HEADER:
@@ -89,15 +94,19 @@ def encrypt_file(path: str, key: bytes, salt: bytes) -> None:
 
     The copy (``sqlcipher_export``) is written beside it, flushed, and renamed
     over the original: a crash before the rename leaves the plain store as it
-    was (and a stray copy, removed by the next try), after it the encrypted one.
+    was (and a stray encrypted copy), after it the encrypted one.  A second
+    Chunkwise that converted the store meanwhile wins; this copy is dropped.
     The plain file's log is checkpointed into it first, so nothing is left behind
     in a ``-wal`` that would outlive the rename.
     """
+    import tempfile
+
     target = Path(path)
-    tmp = target.with_name(f".{target.name}.encrypting")
-    for leftover in (tmp, Path(f"{tmp}-journal")):
-        leftover.unlink(missing_ok=True)
-    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    # A name of its own (owner-only from birth): a second Chunkwise converting the same store at the
+    # same moment writes its own copy and never touches this one.
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".encrypting", dir=target.parent)
+    os.close(fd)
+    tmp = Path(name)
     plain = sqlite.connect(str(target), timeout=5.0)
     try:
         plain.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -105,16 +114,18 @@ def encrypt_file(path: str, key: bytes, salt: bytes) -> None:
         for setting in CIPHER_SETTINGS:
             plain.execute(f"PRAGMA sealed.{setting}")
         plain.execute("SELECT sqlcipher_export('sealed')")
+        plain.commit()
         plain.execute("DETACH DATABASE sealed")
-        plain.execute("PRAGMA journal_mode = DELETE")     # no log left beside the file that is replaced
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        if file_state(target)[0] != "plain":              # another Chunkwise converted it meanwhile
+            raise OperationalError("the store was encrypted by another Chunkwise meanwhile")
+        os.replace(tmp, target)
     except BaseException:
         plain.close()
         tmp.unlink(missing_ok=True)
         raise
     plain.close()
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, target)
     for side in ("-wal", "-shm", "-journal"):
         Path(f"{target}{side}").unlink(missing_ok=True)
     try:

@@ -305,6 +305,8 @@ class ChunkStore:
         if state == "plain":
             self._encrypt_older_file()
             state, salt = database.file_state(self.path)
+            if state != "encrypted":
+                raise StoreError(f"The chunk store {self.path} could not be encrypted; it is unchanged.")
         if state == "new":
             salt = secrets.token_bytes(database.SALT_BYTES)
             raw, source = crypto.new_file_key(salt)
@@ -318,7 +320,11 @@ class ChunkStore:
                 return False
 
         raw, source = crypto.file_key(salt, opens)
-        return database.connect(self.path, raw), (raw, salt, source, False)
+        try:
+            return database.connect(self.path, raw), (raw, salt, source, False)
+        except database.WrongKey:       # the file was replaced between the two opens
+            raise StoreError(f"The chunk store {self.path} changed while it was being opened; open it again.") \
+                from None
 
     def _encrypt_older_file(self) -> None:
         """A store made before file encryption (plain SQLite; its PII sealed with its meta key): bring
@@ -338,7 +344,11 @@ class ChunkStore:
             crypto.remember_in_keychain(salt, key.raw)
         try:
             database.encrypt_file(self.path, key.raw, salt)
-        except (OSError, database.Error) as exc:
+        except database.Error as exc:
+            if database.file_state(self.path)[0] == "encrypted":
+                return                           # another Chunkwise encrypted it meanwhile: open theirs
+            raise StoreError(f"Could not encrypt the chunk store {self.path} ({exc}); it is unchanged.") from None
+        except OSError as exc:
             raise StoreError(f"Could not encrypt the chunk store {self.path} ({exc}); it is unchanged. "
                              "Free some disk space and open it again.") from None
 

@@ -188,6 +188,8 @@ def test_an_older_plain_store_is_encrypted_on_open_and_keeps_its_passphrase(tmp_
     assert b"Kind regards," in raw_bytes(path)
     with ChunkStore(path) as store:
         assert {c.text for c in store.list_chunks()} == {PHONE, "Kind regards,", "(555) 000-1111"}
+        inside = [t for (t,) in store.db.execute("SELECT text FROM chunks WHERE kind='pii'")]
+        assert len(inside) == 2 and all(t.startswith(crypto.PLACED) for t in inside)   # sealed inside too
     assert b"Kind regards," not in raw_bytes(path) and b"(555) 000-1111" not in raw_bytes(path)
     assert not list(tmp_path.glob(".*encrypting*"))
     monkeypatch.setenv("CHUNKWISE_PASSPHRASE", "a wrong one")

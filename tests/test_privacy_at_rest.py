@@ -47,7 +47,7 @@ def written_files(root: Path, corpus: Path) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file() and corpus not in p.parents]
 
 
-def test_nothing_learned_is_readable_in_any_file_chunkwise_wrote(make_engine, runtime, tmp_path):
+def test_nothing_learned_is_readable_in_any_file_chunkwise_wrote(make_engine, tmp_path):
     corpus = tmp_path / "corpus"           # the user's own files: not Chunkwise's to encrypt
     corpus.mkdir()
     engine = make_engine(store=ChunkStore(tmp_path / "user-data" / "chunks.db"))
@@ -62,8 +62,6 @@ def test_nothing_learned_is_readable_in_any_file_chunkwise_wrote(make_engine, ru
         texts = SECRETS + [c.text for c in mined] + [x.text for c in mined for x in c.contexts]
         rows = engine.store.valid_encodings(engine.model_id)
         token_ids = [np.asarray(r.chunk_tokens, np.int32).tobytes() for r in rows if len(r.chunk_tokens) >= 2]
-        document = runtime.tokenize(EMAILS[0])[:8]                 # the kNN rows' next tokens, in row order
-        token_ids += [np.asarray(document, np.int32).tobytes(), np.asarray(document, np.int64).tobytes()]
         stored = engine.store.encoding_vectors([r.label for r in rows])
         keys = engine.store.knn_data(engine.model_id)[0]
         vectors = [stored[0].astype(np.float16).tobytes(), keys[0].astype(np.float16).tobytes()]
