@@ -21,8 +21,9 @@ WAIT = 60_000
 def make_window(qtbot, tmp_path):
     windows = []
 
-    def factory(with_pii=False, **settings):
-        db = tmp_path / f"chunks{len(windows)}.db"
+    def factory(with_pii=False, db=None, **settings):
+        """A window on a store of its own (with the paper's PII profile), or on the store file *db*."""
+        db = db or tmp_path / f"chunks{len(windows)}.db"
         if with_pii:
             with ChunkStore(db) as store:
                 for field, entry in paper_profile().items():
@@ -568,7 +569,8 @@ def test_add_selection_as_snippet_prefills_its_context_and_cancel_adds_nothing(q
         assert chunk.text == snippet and [c.text for c in chunk.contexts] == ["Thanks for the call."]
 
 
-def test_a_locked_library_leaves_the_model_running_and_unlocks_without_a_restart(qtbot, tmp_path, monkeypatch):
+def test_a_locked_library_leaves_the_model_running_and_unlocks_without_a_restart(qtbot, tmp_path, monkeypatch,
+                                                                                 make_window):
     """Issue 12 (available), 14.6. Bugs caught: declining the passphrase failed the whole model load
     ("model not loaded"); the library showed an empty table with live buttons; learning while locked
     went into a throwaway store; unlocking needed a restart."""
@@ -587,53 +589,47 @@ def test_a_locked_library_leaves_the_model_running_and_unlocks_without_a_restart
     warnings = []
     monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: warnings.append(a[2]))
 
-    w = ComposeWindow(Settings(db_path=str(db), debounce_ms=50), tmp_path / "settings.json")
-    w.confirm_close = False
-    qtbot.addWidget(w)
-    w.show()
-    try:
-        qtbot.waitUntil(lambda: w.model_ready and w.unlock_action.isEnabled(), timeout=WAIT)
-        assert "locked" in w.model_label.text() and not warnings
-        type_and_wait(qtbot, w, "Hi Tom,\n\nThanks for the update. I will")     # the model alone suggests
+    w = make_window(db=db)
+    qtbot.waitUntil(lambda: w.unlock_action.isEnabled(), timeout=WAIT)
+    assert "locked" in w.model_label.text() and not warnings
+    type_and_wait(qtbot, w, "Hi Tom,\n\nThanks for the update. I will")     # the model alone suggests
 
-        mail = tmp_path / "sent.txt"
-        mail.write_text("Hi Tom,\n\nThanks for sorting out the delivery so quickly.\n\nBest,\nJohn\n", encoding="utf-8")
-        monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *a, **k: ([str(mail)], ""))
-        w.learn_action.trigger()                         # refused, with the way out, and nothing learned
-        qtbot.waitUntil(lambda: bool(warnings), timeout=WAIT)
-        assert "Unlock library" in warnings[-1]
-        asked, told = [], []
-        monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a) or QMessageBox.Yes)
-        monkeypatch.setattr(QMessageBox, "information", lambda *a, **k: told.append(a[2]))
-        w.forget_action.trigger()                        # told it is locked before being asked to confirm
-        assert not asked and told and "Unlock library" in told[-1]
+    mail = tmp_path / "sent.txt"
+    mail.write_text("Hi Tom,\n\nThanks for sorting out the delivery so quickly.\n\nBest,\nJohn\n", encoding="utf-8")
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *a, **k: ([str(mail)], ""))
+    w.learn_action.trigger()                         # refused, with the way out, and nothing learned
+    qtbot.waitUntil(lambda: bool(warnings), timeout=WAIT)
+    assert "Unlock library" in warnings[-1]
+    asked, told = [], []
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a) or QMessageBox.Yes)
+    monkeypatch.setattr(QMessageBox, "information", lambda *a, **k: told.append(a[2]))
+    w.forget_action.trigger()                        # told it is locked before being asked to confirm
+    assert not asked and told and "Unlock library" in told[-1]
 
-        dialog = LibraryDialog(w, str(db))
-        qtbot.addWidget(dialog)
-        assert not dialog.banner.isHidden() and not dialog.unlock_button.isHidden()
-        assert not any(b.isEnabled() for b in dialog.actions_)
+    dialog = LibraryDialog(w, str(db))
+    qtbot.addWidget(dialog)
+    assert not dialog.banner.isHidden() and not dialog.unlock_button.isHidden()
+    assert not any(b.isEnabled() for b in dialog.actions_)
 
-        monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("not it", True))
-        assert not dialog.unlock()                       # a wrong passphrase: told at once, still locked
-        assert "passphrase" in warnings[-1] and w.unlock_action.isEnabled() and dialog.store is None
-        monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: (passphrase, True))
-        assert dialog.unlock()
-        assert dialog.banner.isHidden() and all(b.isEnabled() for b in dialog.actions_)
-        assert [c.id for c in dialog.chunks] == [phone]
-        dialog.done(0)
-        qtbot.waitUntil(lambda: w.model_ready and "locked" not in w.model_label.text(), timeout=WAIT)
-        assert not w.unlock_action.isEnabled()
-        assert not w.worker.locked
-        with ChunkStore(db) as store:                    # the library holds what it held: nothing learned into it
-            assert [c.id for c in store.list_chunks()] == [phone]
-        editor = type_and_wait(qtbot, w, "\n\nIf anything comes up, you can call me at")
-        assert any(p.from_chunk and p.chunk_id == phone for p in editor.pieces)   # suggestions use the library again
-    finally:
-        w.shutdown()
+    monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("not it", True))
+    assert not dialog.unlock()                       # a wrong passphrase: told at once, still locked
+    assert "passphrase" in warnings[-1] and w.unlock_action.isEnabled() and dialog.store is None
+    monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: (passphrase, True))
+    assert dialog.unlock()
+    assert dialog.banner.isHidden() and all(b.isEnabled() for b in dialog.actions_)
+    assert [c.id for c in dialog.chunks] == [phone]
+    dialog.done(0)
+    qtbot.waitUntil(lambda: w.model_ready and "locked" not in w.model_label.text(), timeout=WAIT)
+    assert not w.unlock_action.isEnabled()
+    assert not w.worker.locked
+    with ChunkStore(db) as store:                    # the library holds what it held: nothing learned into it
+        assert [c.id for c in store.list_chunks()] == [phone]
+    editor = type_and_wait(qtbot, w, "\n\nIf anything comes up, you can call me at")
+    assert any(p.from_chunk and p.chunk_id == phone for p in editor.pieces)   # suggestions use the library again
 
 
 @pytest.mark.parametrize("trouble", ["cut short", "newer schema"])
-def test_a_damaged_or_newer_store_leaves_the_model_running_and_untouched(qtbot, tmp_path, trouble):
+def test_a_damaged_or_newer_store_leaves_the_model_running_and_untouched(qtbot, tmp_path, trouble, make_window):
     """Issue 12 (available). Bugs caught: a store that cannot be opened for a reason other than the
     passphrase (a copy cut short, one written by a newer Chunkwise) taking the model down with it, a
     message that does not name the file, or the editor 'repairing' the file it could not read."""
@@ -646,18 +642,13 @@ def test_a_damaged_or_newer_store_leaves_the_model_running_and_untouched(qtbot, 
     if trouble == "cut short":
         db.write_bytes(db.read_bytes()[:1000])
     before = db.read_bytes()
-    w = ComposeWindow(Settings(db_path=str(db), debounce_ms=50), tmp_path / "settings.json")
-    w.confirm_close = False
-    qtbot.addWidget(w)
-    w.show()
-    try:
-        qtbot.waitUntil(lambda: w.model_ready and w.unlock_action.isEnabled(), timeout=WAIT)
-        assert "locked" in w.model_label.text() and str(db) in w.model_label.toolTip()
-        assert ("newer Chunkwise" if trouble == "newer schema" else "corrupted") in w.model_label.toolTip()
-        editor = type_and_wait(qtbot, w, "Hi Tom,\n\nThanks for the update. I will")     # the model alone
-        assert editor.pieces and not any(p.from_chunk for p in editor.pieces)
-    finally:
-        w.shutdown()
+    w = make_window(db=db)
+    qtbot.waitUntil(lambda: w.unlock_action.isEnabled(), timeout=WAIT)
+    assert "locked" in w.model_label.text() and str(db) in w.model_label.toolTip()
+    assert ("newer Chunkwise" if trouble == "newer schema" else "corrupted") in w.model_label.toolTip()
+    editor = type_and_wait(qtbot, w, "Hi Tom,\n\nThanks for the update. I will")     # the model alone
+    assert editor.pieces and not any(p.from_chunk for p in editor.pieces)
+    w.shutdown()
     assert db.read_bytes() == before
 
 
