@@ -119,6 +119,11 @@ class SettingsDialog(QDialog):
         self.debounce.setRange(0, 5000)
         self.debounce.setSuffix(" ms")
         self.debounce.setValue(s.debounce_ms)
+        self.natural_end = QCheckBox("End a suggestion at a natural end (after a sentence, or where the model "
+                                     "is unsure of the next word)")
+        self.natural_end.setToolTip("Off: every suggestion runs to its full length. The words it would add are "
+                                    "the ones the model was least sure of.")
+        self.natural_end.setChecked(s.natural_end)
         self.chunks = QCheckBox("Suggest entries from my library")
         self.chunks.setChecked(s.chunks_enabled)
         self.anchors = QCheckBox("Forget earlier sentences (experimental: suggestions get worse; saves no memory)")
@@ -160,6 +165,7 @@ class SettingsDialog(QDialog):
         form.addRow("Suggestion length (tokens):", self.max_tokens)
         form.addRow("Temperature:", self.temperature)
         form.addRow("Typing pause before suggesting:", self.debounce)
+        form.addRow("", self.natural_end)
         form.addRow("", self.chunks)
         form.addRow("", self.anchors)
         form.addRow("", self.knn)
@@ -245,6 +251,7 @@ class SettingsDialog(QDialog):
         return replace(self.original, threshold=self.slider.value() / 100, model_path=self.model.text().strip(),
                        n_ctx=self.n_ctx.value(), threads=self.threads.value(), max_tokens=self.max_tokens.value(),
                        temperature=self.temperature.value(), debounce_ms=self.debounce.value(),
+                       natural_end=self.natural_end.isChecked(),
                        chunks_enabled=self.chunks.isChecked(), anchor_reduction=self.anchors.isChecked(),
                        knn_enabled=self.knn.isChecked(), learn_while_writing=self.learn_typing.isChecked(),
                        learn_from_sent=self.learn_sent.isChecked(), from_address=self.from_address.text().strip())

@@ -410,10 +410,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.current_editor = editor
         editor.start_ghost()
         self._request_place = (editor, editor.anchor)    # the place the request, and its alternatives, are for
-        s = self.settings
-        request = GenerationRequest(prompt, max_tokens=s.max_tokens, temperature=s.temperature,
-                                    stop=stop, use_chunks=s.chunks_enabled, anchor_reduction=s.anchor_reduction,
-                                    knn=s.knn_enabled)
+        request = self.settings.suggestion_request(prompt, stop)
         self._in_flight = self.current_id
         self._last_request = request
         self.request_generation.emit(self.current_id, request)

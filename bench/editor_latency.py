@@ -14,6 +14,7 @@ data), so matching, the slot classifier and the kNN-LM all run, with the
 editor's default settings.
 
     python bench/editor_latency.py
+    python bench/editor_latency.py --complete   # time to the whole suggestion, with and without chunks
 """
 from __future__ import annotations
 
@@ -89,8 +90,14 @@ def main() -> None:
     print("plot:", save_plot(fig, "typing.png"))
 
 
-def measure(session: dict, db_path: Path, tmp: Path):
-    """Type the session into a fresh window on *db_path*: (latencies ms, cache reuse, seconds typed)."""
+def measure(session: dict, db_path: Path, tmp: Path, changes: dict | None = None, word_pause: int | None = None,
+            done: dict | None = None):
+    """Type the session into a fresh window on *db_path*: (latencies ms, cache reuse, seconds typed).
+
+    *changes*: Settings fields other than the defaults; *word_pause*: wait this long (ms) after each
+    word instead of the recorded pause, so every suggestion there runs to its end; *done* collects,
+    per request that ended on its own (not cancelled), the ms to its end and its length in characters.
+    """
     from PySide6.QtCore import QEventLoop, Qt, QTimer
     from PySide6.QtTest import QTest
 
@@ -111,7 +118,7 @@ def measure(session: dict, db_path: Path, tmp: Path):
     app = QApplication.instance() or QApplication(sys.argv)  # noqa: F841 (kept alive)
     from app.drafts import DraftFile
 
-    window = ComposeWindow(Settings(db_path=str(db_path)), tmp / "settings.json",
+    window = ComposeWindow(Settings(db_path=str(db_path), **(changes or {})), tmp / "settings.json",
                            draft_file=DraftFile(tmp / "draft.json"))
     window.confirm_close = False
     window.show()
@@ -136,11 +143,18 @@ def measure(session: dict, db_path: Path, tmp: Path):
         @Slot(int, str, dict)
         def piece(self, rid, text, meta):
             first.setdefault(rid, time.perf_counter())
+            chars[rid] = chars.get(rid, 0) + len(text)
 
+        @Slot(int, dict)
+        def finished(self, rid, stats):
+            reused.setdefault(rid, (stats["prompt_reused"], stats["prompt_tokens"]))
+            if done is not None and rid in sent and rid in first and stats.get("stop_reason") != "cancelled":
+                done[rid] = ((time.perf_counter() - sent[rid]) * 1000, chars.get(rid, 0), stats.get("stop_reason"))
+
+    chars: dict[int, int] = {}
     arrivals = Arrivals()
     window.worker.piece.connect(arrivals.piece)
-    window.worker.finished.connect(lambda rid, stats: reused.setdefault(rid, (stats["prompt_reused"],
-                                                                               stats["prompt_tokens"])))
+    window.worker.finished.connect(arrivals.finished)
     body = window.body_edit
     body.setFocus()
     start = time.perf_counter()
@@ -149,7 +163,7 @@ def measure(session: dict, db_path: Path, tmp: Path):
             QTest.keyClick(body, Qt.Key_Return)
         else:
             QTest.keyClicks(body, ch)
-        wait(pause)
+        wait(word_pause if word_pause is not None and ch == " " else pause)
     wait(1500)
     typed = time.perf_counter() - start
     lat = np.array([(first[r] - sent[r]) * 1000 for r in sent if r in first])
@@ -161,8 +175,55 @@ def measure(session: dict, db_path: Path, tmp: Path):
     return lat, cache, typed, len(sent)
 
 
+COMPLETE_CONFIGS = {
+    "empty store": (False, {}),
+    "profile + learned store": (True, {}),
+    "profile + learned store, chunks off": (True, {"chunks_enabled": False}),
+    "profile + learned store, natural end off": (True, {"natural_end": False}),
+}
+
+
+def complete() -> None:
+    """Time to the first token and to the whole suggestion, pausing 2 s after each word of the session
+    (so each suggestion there runs to its end), for the editor with and without chunks and natural end."""
+    tmp = Path(tempfile.mkdtemp(prefix="chunkwise-complete-"))
+    session = json.loads(SESSION.read_text())
+    populated = populated_store(tmp)
+    rows, whole = [], {}
+    for name, (learned, changes) in COMPLETE_CONFIGS.items():
+        db = populated if learned else tmp / "empty.db"
+        done: dict = {}
+        lat, _cache, _typed, sent = measure(session, db, tmp, changes, word_pause=2000, done=done)
+        ends = np.array([d[0] for d in done.values()])
+        length = np.array([d[1] for d in done.values()])
+        whole[name] = ends
+        rows.append([name, f"{len(done)} of {sent}", f"{np.percentile(lat, 50):.0f} / {np.percentile(lat, 90):.0f}",
+                     f"{np.percentile(ends, 50):.0f} / {np.percentile(ends, 90):.0f}", f"{np.median(length):.0f}",
+                     f"{sum(d[2] == 'end' for d in done.values())}"])
+        print(rows[-1], flush=True)
+    print(f"Machine: {machine()}\nModel: bundled SmolLM2-135M-Instruct; default settings except as named; "
+          f"a 2 s pause after each word of the session (bench/data/typing_session.json)\n")
+    print(table(["editor", "suggestions that ran to their end", "first token p50 / p90 ms",
+                 "whole suggestion p50 / p90 ms", "median length (chars)", "ended at a natural end"], rows))
+    print("(from the end of the typing pause, when the request is sent, to the first piece and to the "
+          "suggestion's end arriving in the window)")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.boxplot(list(whole.values()), vert=False, tick_labels=[n.replace("profile + learned store", "populated")
+                                                          for n in whole], whis=(10, 90), showfliers=False)
+    ax.set_xlabel("time to the whole suggestion, ms (box: p25-p75, whiskers: p10-p90)")
+    fig.tight_layout()
+    print("plot:", save_plot(fig, "whole-suggestion.png"))
+
+
 if __name__ == "__main__":
-    if "--record" in sys.argv:    # regenerate the session file from its text
+    if "--complete" in sys.argv:
+        complete()
+    elif "--record" in sys.argv:    # regenerate the session file from its text
         data = json.loads(SESSION.read_text())
         data["keys"] = make_session(data["text"])
         SESSION.write_text(json.dumps(data, indent=0))

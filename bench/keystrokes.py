@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from bench.common import OUT, machine, save_plot, table  # noqa: E402
-from core import ChunkStore, Engine, GenerationRequest  # noqa: E402
+from core import ChunkStore, Engine  # noqa: E402
 from core.corpus import read_corpus  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
@@ -88,10 +88,8 @@ class Tally:
 def suggest(engine: Engine, before: str, rest: str, settings: Settings):
     """One suggestion at *before*, generated until it leaves *rest*: (text, chunk char mask, latency, finished)."""
     prompt, lifted = body_prompt(before)
-    request = GenerationRequest(prompt, max_tokens=settings.max_tokens, temperature=settings.temperature,
-                                stop=["\n\n"], use_chunks=settings.chunks_enabled,
-                                anchor_reduction=settings.anchor_reduction,
-                                knn=settings.knn_enabled and engine.has_knn)
+    request = settings.suggestion_request(prompt)     # the editor's own request
+    request.knn = request.knn and engine.has_knn
     diverged = False
     t0 = time.perf_counter()
     generation = engine.stream(request, cancelled=lambda: diverged)
@@ -188,12 +186,13 @@ CONFIGS = {
 
 
 def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
-        threshold: float | None = None) -> dict[str, tuple[Tally, int]]:
-    """Each configuration over both personas' emails of *split*; stores are learned once into *tmp*."""
+        threshold: float | None = None, **overrides) -> dict[str, tuple[Tally, int]]:
+    """Each configuration over both personas' emails of *split*; stores are learned once into *tmp*.
+    *overrides* change Settings fields for every configuration (``natural_end=False``)."""
     results = {}
     runtime = None
     for name, (learn, changes) in configs.items():
-        settings = replace(Settings(), **changes)
+        settings = replace(Settings(), **changes, **overrides)
         if threshold is not None:
             settings.threshold = threshold
         total, n = Tally(), 0
@@ -246,6 +245,18 @@ def sweep(split: str, tmp: Path, thresholds=(0.0, 0.15, 0.3, 0.5, 1.0)) -> str:
     return table(["threshold"] + HEADERS[1:], rows)
 
 
+def end_sweep(split: str, tmp: Path, bars=(None, 0.0, 0.1, 0.2, 0.3, 0.4, 0.5)) -> str:
+    """Keystroke savings with suggestions run to their length (None), ended after a sentence only (0.0), or
+    also before a word the model gives less than each bar; PII only and learned store."""
+    configs = {k: CONFIGS[k] for k in ("PII only", "learned, defaults")}
+    rows = []
+    for bar in bars:
+        change = {"natural_end": False} if bar is None else {"natural_end": True, "unsure_below": bar}
+        for name, (t, n) in run(split, configs, tmp, **change).items():
+            rows.append(["off" if bar is None else f"{bar:.2f}"] + t.row(name, n))
+    return table(["end when unsure below"] + HEADERS, rows)
+
+
 def knn_distance(split: str, tmp: Path) -> str:
     """How often the kNN-LM's top token is the next word of a new email, by the distance to the nearest
     stored context, beside the model's own top token (why core/knn.py gates lambda)."""
@@ -283,6 +294,7 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true", help="keystroke savings against the threshold, and a plot")
     ap.add_argument("--knn-distance", action="store_true", help="kNN-LM accuracy by distance to the nearest context")
     ap.add_argument("--threshold", type=float, default=None, help="instead of Settings().threshold")
+    ap.add_argument("--natural-end", action="store_true", help="sweep where suggestions end (Settings.unsure_below)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     print(f"Machine: {machine()}\n")
@@ -299,6 +311,9 @@ def report(split: str, tmp: Path, args) -> None:
         return
     if args.sweep:
         print(sweep(split, tmp))
+        return
+    if args.natural_end:
+        print(f"### {split} split\n\n" + end_sweep(split, tmp))
         return
     configs = {k: v for k, v in CONFIGS.items() if args.configs is None or k in args.configs}
     results = run(split, configs, tmp, args.verbose, threshold=args.threshold)

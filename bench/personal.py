@@ -36,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import OUT, machine, table  # noqa: E402
-from core import ChunkStore, Engine, GenerationRequest  # noqa: E402
+from core import ChunkStore, Engine  # noqa: E402
 from core.corpus import read_corpus  # noqa: E402
 from core.details import find_details  # noqa: E402
 from core.settings import Settings  # noqa: E402
@@ -84,9 +84,8 @@ def learn(engine: Engine, persona: str) -> int:
 
 
 def run_case(engine: Engine, case: dict, settings: Settings) -> dict:
-    request = GenerationRequest(body_prompt(case["text"]), max_tokens=settings.max_tokens,
-                                temperature=settings.temperature, stop=["\n\n"],
-                                use_chunks=settings.chunks_enabled, knn=settings.knn_enabled and engine.has_knn)
+    request = settings.suggestion_request(body_prompt(case["text"]))     # the editor's own request
+    request.knn = request.knn and engine.has_knn
     t0 = time.perf_counter()
     out = engine.generate(request, record_use=False)
     model_text = "".join(out.text[i] for i in range(len(out.text))

@@ -32,8 +32,9 @@ from .knn import KnnLM
 from .matching import REPEATABLE_KINDS, ChunkMatcher, Proposal
 from .sampling import Sampler, StopMatcher, Utf8Stream
 from . import whose
-from .text import at_clause_start, is_sentence, opens_paragraph
+from .text import at_clause_start, ends_sentence, is_sentence, opens_paragraph
 
+UNSURE_BELOW = 0.3        # natural end: a word the model gives less than this probability is not shown
 LEAD_IN_WORDS = 0         # words the model may write before one of the user's values: none. After words the model
                           # added (" the", "'m"), the probe and classifier judge the model's sentence, not the
                           # user's (dev split, bench/personal.py: 2 -> 0 gave right 46 -> 42, wrong 6 -> 4,
@@ -68,7 +69,8 @@ class Stats:
     prompt_reused: int = 0     # prompt tokens found in the KV cache already
     prefill_seconds: float = 0.0
     truncated_tokens: int = 0  # prompt tokens dropped from the left to fit the window
-    stop_reason: str = ""      # "length", "eos", "stop", "cancelled", "detail" (an invented detail or a value's end)
+    stop_reason: str = ""      # "length", "eos", "stop", "cancelled", "detail" (an invented detail or a value's end),
+                               # "end" (a natural end: a sentence said, or a word the model doubts)
     drafted: int = 0           # draft tokens sent for verification
     draft_accepted: int = 0    # of those, tokens the model confirmed (its own choice)
     chunk_drafted: int = 0     # draft tokens that came from below-threshold chunks
@@ -120,6 +122,8 @@ class DecodeSettings:
     guard_details: bool = True        # never show a phone number, email or address the model made up
     first_rank: int | None = None     # an alternative: start with the model's n-th likeliest token (0 = its top
                                       # choice), no library chunk before it; greedy (or sampled) after that
+    natural_end: float | None = None  # end at a natural end: after a sentence, or before a word the model gives
+                                      # less than this probability (None: run to max_tokens or a stop)
 
 
 @dataclass
@@ -200,6 +204,9 @@ class Decoder:
                 if self.rt.is_eog(token):
                     reason = "eos"
                     break
+                if self.ends_naturally(token, state):
+                    reason = "end"                # a sentence is done, or the model is unsure of the next word
+                    break
                 tokens = [token]
                 draft, from_chunk = self.draft_after(token, proposal)
                 if draft:
@@ -266,6 +273,24 @@ class Decoder:
                 if proposal is not None and (proposal.kind not in REPEATABLE_KINDS or find_details(proposal.text)):
                     return None
         return proposal
+
+    def ends_naturally(self, token: int, state: _State) -> bool:
+        """Before a new word: the suggestion has said a sentence, or the model doubts this word.
+
+        Only at a word's start and after at least one generated word, so a
+        suggestion is never cut inside a word or left empty; a chunk is never
+        cut (it is inserted whole before this is asked).
+        """
+        if self.s.natural_end is None or self.ranked_start():
+            return False
+        written = self._text[self._prompt_chars:]
+        if not any(ch.isalnum() for ch in written) or not self.rt.piece(token)[:1].isspace():
+            return False
+        if ends_sentence(written):
+            return True
+        logits = np.asarray(self.next_logits(state.logits, state.hidden, state.mixed), np.float64)  # (V,)
+        p = 1.0 / np.exp(logits - logits[token]).sum()      # the chosen token's probability
+        return bool(p < self.s.natural_end)
 
     def glues_to_value(self, piece: Piece) -> bool:
         """Model text right after one of the user's values that would run on into it: not a space or
@@ -335,9 +360,10 @@ class Decoder:
         if self._pending is not None:
             token, self._pending = self._pending, None
             return token
+        if self.knn is not None and not state.mixed:
+            state.logits, state.mixed = self.knn.mix_logits(state.logits, state.hidden), True   # mixed once
         if self.ranked_start():
-            logits = self.next_logits(state.logits, state.hidden, state.mixed)
-            return int(np.argsort(-np.asarray(logits), kind="stable")[self.s.first_rank])   # (V,) -> one token
+            return int(np.argsort(-np.asarray(state.logits), kind="stable")[self.s.first_rank])   # (V,) -> one token
         return self.choose(state.logits, state.hidden, mixed=state.mixed)
 
     def ranked_start(self) -> bool:

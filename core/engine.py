@@ -72,6 +72,8 @@ class GenerationRequest:
     guard_details: bool = True  # stop before a phone number, email, web or street address the model invents
     first_rank: int | None = None  # an alternative suggestion: start with the model's n-th likeliest token
                                    # (0 = its own top choice, no library chunk first); the editor's Alt+]
+    natural_end: float | None = None  # end after a sentence, or before a word the model gives less than this
+                                      # probability (the editor: core.decoding.UNSURE_BELOW); None: run on
 
 
 @dataclass(frozen=True)
@@ -339,7 +341,8 @@ class Engine:
                 len(tokens) if request.mode == "chat" else 1)
         settings = DecodeSettings(request.max_tokens, sampler, tuple(request.stop), request.use_chunks,
                                   request.sample_acceptance, request.draft, keep, draft_cap=request.draft_cap,
-                                  guard_details=request.guard_details, first_rank=request.first_rank)
+                                  guard_details=request.guard_details, first_rank=request.first_rank,
+                                  natural_end=request.natural_end)
         matcher = None
         if request.use_chunks and self.store.count()[0] > 0:
             if not self._refreshed:

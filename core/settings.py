@@ -14,6 +14,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Sequence
 
 from .paths import atomic_write, default_db_path
 
@@ -36,6 +37,8 @@ class Settings:
     anchor_reduction: bool = False  # drop earlier sentences from the KV cache (costs quality; no memory gain)
     knn_enabled: bool = True        # mix in the kNN-LM of the user's mined writing once Tools → Learn ran
                                     # (bench/keystrokes.py: the better predictor of a person's new mail)
+    natural_end: bool = True        # a suggestion ends after a sentence, or before a word the model is unsure of
+    unsure_below: float = 0.3       # that word's probability (bench/keystrokes.py --split dev --natural-end)
     learn_while_writing: bool = True   # a library value typed by hand teaches its lead-in; Esc counts against
     learn_from_sent: bool = False      # opt-in: an email opened in the mail client is learned from
     recent_files: list[str] = field(default_factory=list)   # emails opened or saved, newest first
@@ -44,8 +47,20 @@ class Settings:
 
     LIMITS = {
         "n_ctx": (256, 32768), "threads": (0, 64), "max_tokens": (1, 256), "temperature": (0.0, 2.0),
-        "debounce_ms": (0, 5000), "threshold": (0.0, 1.0),
+        "debounce_ms": (0, 5000), "threshold": (0.0, 1.0), "unsure_below": (0.0, 1.0),
     }
+
+    def suggestion_request(self, prompt: str, stop: Sequence[str] = ("\n\n",)):
+        """The request the editor sends for a suggestion at the end of *prompt* (benches send the same).
+
+        >>> Settings(max_tokens=12, natural_end=False).suggestion_request("Call me at").max_tokens
+        12
+        """
+        from .engine import GenerationRequest      # here, not at the top: settings load before any model code
+
+        return GenerationRequest(prompt, max_tokens=self.max_tokens, temperature=self.temperature, stop=list(stop),
+                                 use_chunks=self.chunks_enabled, anchor_reduction=self.anchor_reduction,
+                                 knn=self.knn_enabled, natural_end=self.unsure_below if self.natural_end else None)
 
     def store_path(self) -> str:
         """The chunk store these settings name: ``db_path``, else CHUNKWISE_DB or the user data directory."""
@@ -59,7 +74,7 @@ class Settings:
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not lo <= value <= hi:
                 notes.append(f"{name} = {value!r} is out of range; using {getattr(default, name)!r}.")
                 setattr(clean, name, getattr(default, name))
-        for name in ("chunks_enabled", "show_chunk_marks", "anchor_reduction", "knn_enabled",
+        for name in ("chunks_enabled", "show_chunk_marks", "anchor_reduction", "knn_enabled", "natural_end",
                      "learn_while_writing", "learn_from_sent", "spell_check"):
             if not isinstance(getattr(clean, name), bool):
                 notes.append(f"{name} must be true or false; using {getattr(default, name)!r}.")

@@ -36,6 +36,23 @@ def _word_before(text: str, end: int) -> str:
     return text[start:end].lower()
 
 
+def ends_sentence(text: str) -> bool:
+    r"""Whether *text* ends a sentence: ". ! ?" after a word or number, not after a list number or an abbreviation.
+
+    >>> ends_sentence("Thanks for the files."), ends_sentence("Call me on 555-0147."), ends_sentence("Really?!")
+    (True, True, True)
+    >>> ends_sentence("Steps:\n1."), ends_sentence("Ask Dr."), ends_sentence("e.g."), ends_sentence("at 3.")
+    (False, False, False, True)
+    """
+    tail = text.rstrip(" \t")
+    body = tail.rstrip(".!?")
+    if not body or body == tail or not (body[-1].isalnum() or body[-1] in ")\"'\u2019\u201d"):
+        return False
+    if body.rsplit("\n", 1)[-1].strip().isdigit():
+        return False                                   # "1." opens a list item
+    return not (tail[len(body)] == "." and _word_before(body, len(body)) in _ABBREVIATIONS)
+
+
 def is_sentence(text: str) -> bool:
     """A whole sentence (a snippet), as opposed to a value: capitalised, four words or more, ends like a sentence.
 

@@ -679,3 +679,31 @@ def test_alt_brackets_cycle_other_suggestions_and_tab_takes_the_one_shown(qtbot,
     typed = "Z" if not body.ghost_text.startswith("Z") else "Q"
     qtbot.keyClicks(body, typed)
     assert w.alternatives.count == 0 and w.alt_label.text() == "" and not body.has_ghost()
+
+
+def test_suggestions_end_at_a_natural_end_unless_turned_off_in_settings(qtbot, make_window):
+    """Off in Settings: the suggestion runs on; on (the default): the same words, ended after a sentence
+    or before a word the model doubts."""
+    from app.settings_dialog import SettingsDialog
+
+    w = make_window()
+
+    def toggle_natural_end(expected_before: bool) -> None:
+        dialog = SettingsDialog(w, w.settings)
+        qtbot.addWidget(dialog)
+        assert dialog.natural_end.isChecked() == expected_before
+        dialog.natural_end.click()
+        dialog.accept()
+        assert w.settings.natural_end == (not expected_before)
+
+    toggle_natural_end(True)
+    body = type_and_wait(qtbot, w, "Hi Sam,\n\nThanks for the quick reply. I")
+    long = body.ghost_text
+    toggle_natural_end(False)
+    qtbot.keyClick(body, Qt.Key_Backspace)
+    qtbot.keyClicks(body, "I")
+    qtbot.waitUntil(lambda: bool(body.pieces) and w.last_stats.get("_done_id") == w.current_id, timeout=WAIT)
+    short = body.ghost_text
+    assert body.toPlainText() == "Hi Sam,\n\nThanks for the quick reply. I"
+    assert long.startswith(short) and len(short.split()) < len(long.split()), (short, long)
+    assert w.last_stats["stop_reason"] == "end"

@@ -136,3 +136,46 @@ def test_a_bad_alternative_rank_is_refused(make_engine):
     engine = make_engine()
     with pytest.raises(ChunkwiseError, match="first_rank"):
         engine.stream(GenerationRequest("x", first_rank=-1))
+
+
+# ---------------------------------------------------------------- natural end (Settings.natural_end)
+
+def test_a_natural_end_only_cuts_the_suggestion_after_a_sentence(make_engine):
+    """Ended after a sentence: the same tokens as the full run, cut at a word boundary after ".!?"."""
+    engine = make_engine()
+    prompt = "Hi Sam,\n\nThanks for the quick reply. I"
+    full = engine.generate(GenerationRequest(prompt, max_tokens=40)).text
+    cut = engine.generate(GenerationRequest(prompt, max_tokens=40, natural_end=0.0))
+    assert cut.stats.stop_reason == "end", (full, cut.text)
+    assert full.startswith(cut.text) and len(cut.text) < len(full)
+    assert cut.text.rstrip().endswith((".", "!", "?"))
+    assert full[len(cut.text)].isspace()            # the next word was not started
+    assert sum(cut.text.count(p) for p in ".!?") == 1    # the first sentence, not a later one
+
+
+def test_a_natural_end_stops_before_a_word_the_model_is_unsure_of(make_engine):
+    """A bar no word reaches: the suggestion ends at the first word boundary after its first word."""
+    engine = make_engine()
+    prompt = "The three most important things to remember when writing a cover letter are"
+    full = engine.generate(GenerationRequest(prompt, max_tokens=30)).text
+    cut = engine.generate(GenerationRequest(prompt, max_tokens=30, natural_end=0.999))
+    assert cut.stats.stop_reason == "end"
+    assert full.startswith(cut.text) and full[len(cut.text)].isspace()
+    first_word = next(i for i, ch in enumerate(full) if ch.isalnum())
+    boundary = next(i for i in range(first_word, len(full)) if full[i].isspace())
+    assert cut.text == full[:boundary]
+    relaxed = engine.generate(GenerationRequest(prompt, max_tokens=30, natural_end=1e-9))
+    assert relaxed.text == full or (relaxed.stats.stop_reason == "end" and relaxed.text.rstrip().endswith((".", "!", "?")))
+
+
+def test_a_natural_end_never_cuts_an_inserted_value(pii_engine):
+    """The user's phone number arrives whole, and the model's own talk after it is not shown."""
+    phone = next(c for c in pii_engine.store.list_chunks() if c.label == "phone")
+    prompt = "Hi Tom,\n\nThanks for getting back to me so quickly. If anything comes up, call me at"
+    long = pii_engine.generate(GenerationRequest(prompt, max_tokens=40), record_use=False)
+    short = pii_engine.generate(GenerationRequest(prompt, max_tokens=40, natural_end=0.999), record_use=False)
+    assert [s.chunk_id for s in short.spans] == [phone.id] == [s.chunk_id for s in long.spans]
+    span = short.spans[0]
+    assert short.text[span.start:span.end].strip() == phone.text
+    assert long.text.startswith(short.text) and len(short.text) < len(long.text)
+    assert not short.text[span.end:].strip(" .,")
