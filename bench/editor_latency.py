@@ -213,7 +213,7 @@ def complete() -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3))
-    ax.boxplot(list(whole.values()), vert=False, tick_labels=[n.replace("profile + learned store", "populated")
+    ax.boxplot(list(whole.values()), orientation="horizontal", tick_labels=[n.replace("profile + learned store", "populated")
                                                           for n in whole], whis=(10, 90), showfliers=False)
     ax.set_xlabel("time to the whole suggestion, ms (box: p25-p75, whiskers: p10-p90)")
     fig.tight_layout()
