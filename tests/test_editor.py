@@ -682,7 +682,7 @@ def test_alt_brackets_cycle_other_suggestions_and_tab_takes_the_one_shown(qtbot,
 
 
 def test_suggestions_end_at_a_natural_end_unless_turned_off_in_settings(qtbot, make_window):
-    """Off in Settings: the suggestion runs on; on (the default): the same words, ended after a sentence
+    """Off in Settings (the default): the suggestion runs on; on: the same words, ended after a sentence
     or before a word the model doubts."""
     from app.settings_dialog import SettingsDialog
 
@@ -696,7 +696,6 @@ def test_suggestions_end_at_a_natural_end_unless_turned_off_in_settings(qtbot, m
         dialog.accept()
         assert w.settings.natural_end == (not expected_before)
 
-    toggle_natural_end(True)
     body = type_and_wait(qtbot, w, "Hi Sam,\n\nThanks for the quick reply. I")
     long = body.ghost_text
     toggle_natural_end(False)
