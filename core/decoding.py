@@ -34,7 +34,6 @@ from .sampling import Sampler, StopMatcher, Utf8Stream
 from . import whose
 from .text import at_clause_start, ends_sentence, is_sentence, opens_paragraph
 
-UNSURE_BELOW = 0.3        # natural end: a word the model gives less than this probability is not shown
 LEAD_IN_WORDS = 0         # words the model may write before one of the user's values: none. After words the model
                           # added (" the", "'m"), the probe and classifier judge the model's sentence, not the
                           # user's (dev split, bench/personal.py: 2 -> 0 gave right 46 -> 42, wrong 6 -> 4,

@@ -73,7 +73,7 @@ class GenerationRequest:
     first_rank: int | None = None  # an alternative suggestion: start with the model's n-th likeliest token
                                    # (0 = its own top choice, no library chunk first); the editor's Alt+]
     natural_end: float | None = None  # end after a sentence, or before a word the model gives less than this
-                                      # probability (the editor: core.decoding.UNSURE_BELOW); None: run on
+                                      # probability (the editor: Settings.unsure_below); None: run on
 
 
 @dataclass(frozen=True)
