@@ -1,30 +1,25 @@
 """The chunk library: browse, filter, search, add, edit, delete, import, export.
 
-It opens its own connection to the store (SQLite in WAL mode serves the model
-worker's connection at the same time); after a change it asks the worker to
-re-encode what changed, so matching follows without a restart.
+Every read and edit is a store job on the model worker's thread (app/lane.py):
+one connection to the store, none on the GUI thread, and an edit made while
+Chunkwise learns from mail runs between that job's steps.  Answers arrive by
+signal; ``answered(what, result)`` tells when each action is done.  After a
+change the dialog asks the worker to re-encode what changed, so matching follows
+without a restart.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog,
                                QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox,
                                QPlainTextEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
-from core import PII_MASK, ChunkStore, ChunkwiseError
+from core import PII_MASK, ChunkwiseError
 from core.portable import export_file, import_file
 from core.store import KINDS, validate_chunk
 from .theme import colours
 from .words import kind_name
 
-
-
-def open_store(db_path: str, store: ChunkStore | None) -> tuple[ChunkStore | None, str]:
-    """The store a dialog works on: the one given, or its own connection; (None, why) if it cannot open."""
-    try:
-        return store or ChunkStore(db_path), ""
-    except ChunkwiseError as exc:
-        return None, str(exc)
 
 
 def locked_banner() -> QLabel:
@@ -104,17 +99,74 @@ class ChunkEditDialog(QDialog):
         self.accept()
 
 
-class LibraryDialog(QDialog):
-    COLUMNS = ["Kind", "Label", "Text", "Contexts", "Uses"]
+class LaneDialog(QDialog):
+    """A dialog whose store work goes through the editor's lane; answers to a closed dialog are dropped."""
 
-    def __init__(self, window, db_path: str, store: ChunkStore | None = None):
+    answered = Signal(str, object)      # what was done ("reload", "add", ...), its result (None: it failed)
+
+    def __init__(self, window, title: str):
         super().__init__(window)
         self.window_ = window
-        self.setWindowTitle("Library")
-        self.resize(900, 520)
-        self.db_path = db_path
-        self.store, locked = open_store(db_path, store)
+        self.setWindowTitle(title)
+        self.lane = getattr(window, "lane", None)
+        self.locked = getattr(window, "locked_message", "") or ("" if self.lane else
+                                                                 "the editor's model lane is not running.")
         self.changed = False
+        self._jobs: set[int] = set()
+        self._closed = False
+
+    def _submit(self, what: str, job, on_done, title: str) -> None:
+        """Run *job(store)* in the lane; *on_done(result)* here when it answers, a warning if it fails."""
+        if self.lane is None or self.locked:
+            return
+        job_id = None
+
+        def done(result):
+            self._jobs.discard(job_id)
+            if not self._closed:
+                on_done(result)
+                self.answered.emit(what, result)
+
+        def failed(message: str, locked: bool):
+            self._jobs.discard(job_id)
+            if self._closed:
+                return
+            if locked:
+                self._locked(message)
+            elif what == "reload":
+                self.banner_message(message)
+            else:
+                QMessageBox.warning(self, title, message)
+            self.answered.emit(what, None)
+
+        job_id = self.lane.submit(job, done, failed)
+        self._jobs.add(job_id)
+
+    def _locked(self, message: str) -> None:
+        self.locked = message
+
+    def banner_message(self, message: str) -> None:
+        QMessageBox.warning(self, self.windowTitle(), message)
+
+    def _store_changed(self) -> None:
+        """Matching follows the change: the worker re-encodes what changed."""
+        self.changed = True
+        if hasattr(self.window_, "request_refresh"):
+            self.window_.request_refresh.emit()
+
+    def done(self, result: int) -> None:
+        self._closed = True                 # the jobs still run; their answers are not for a closed dialog
+        if self.lane is not None:
+            self.lane.forget(self._jobs)
+        super().done(result)
+
+
+class LibraryDialog(LaneDialog):
+    COLUMNS = ["Kind", "Label", "Text", "Contexts", "Uses"]
+
+    def __init__(self, window):
+        super().__init__(window, "Library")
+        self.resize(900, 520)
         self.banner = locked_banner()
         self.unlock_button = QPushButton("Unlock…")
         self.unlock_button.clicked.connect(lambda _=False: self.unlock())
@@ -162,10 +214,17 @@ class LibraryDialog(QDialog):
         layout.addLayout(buttons)
         self.kind_filter.currentIndexChanged.connect(lambda _: self.reload())
         self.search.textChanged.connect(lambda _: self.reload())
-        self.reveal.toggled.connect(lambda _: self.reload())
+        self.reveal.toggled.connect(lambda _: self._fill())
         self.chunks = []
-        self._show_state(locked)
+        self._reloads = 0                # the newest reload wins: a slower older answer is dropped
+        if hasattr(window, "library_unlocked"):
+            window.library_unlocked.connect(self._on_unlocked)
+        self._show_state(self.locked)
         self.reload()
+
+    def _locked(self, message: str) -> None:
+        super()._locked(message)
+        self._show_state(message)
 
     def _show_state(self, locked: str) -> None:
         """Open: the table and its buttons. Locked: why, and an Unlock button; nothing else to press."""
@@ -173,39 +232,42 @@ class LibraryDialog(QDialog):
                             "until it is unlocked: press Unlock… to enter your passphrase or try again."
                             if locked else "")
         self.banner.setVisible(bool(locked))
-        self.unlock_button.setVisible(bool(locked))
+        self.unlock_button.setVisible(bool(locked) and self.lane is not None)
         for widget in [*self.actions_, self.kind_filter, self.search, self.reveal, self.table]:
             widget.setEnabled(not locked)
-        self.protection.setText(f"Personal information in this library: {self.store.encryption}."
-                                if self.store is not None else "")
+        if locked:
+            self.protection.setText("")
 
     def unlock(self) -> bool:
-        """Unlock through the editor (asks, checks, reloads its model lane), then open the library here."""
-        from .passphrase import ask_passphrase
-
-        if self.store is not None:
+        """Ask the editor to unlock (it asks for the passphrase); the table fills when the library opens.
+        False: the user declined to give a passphrase."""
+        if not self.locked:
             return True
-        if hasattr(self.window_, "unlock_library"):
-            if not self.window_.unlock_library():
-                return False
-        elif not ask_passphrase(self, unlock=True):
-            return False
-        self.store, locked = open_store(self.db_path, None)
-        self._show_state(locked)
+        return bool(hasattr(self.window_, "unlock_library") and self.window_.unlock_library())
+
+    def _on_unlocked(self) -> None:
+        if self._closed:
+            return
+        self.locked = ""
+        self._show_state("")
         self.reload()
-        return self.store is not None
 
     # ------------------------------------------------------------ table
 
     def reload(self) -> None:
-        if self.store is None:
-            return
-        try:
-            self.chunks = self.store.list_chunks(kind=self.kind_filter.currentData(),
-                                                 search=self.search.text().strip() or None)
-        except ChunkwiseError as exc:
-            QMessageBox.warning(self, "Library", str(exc))
-            return
+        self._reloads += 1
+        n, kind, search = self._reloads, self.kind_filter.currentData(), self.search.text().strip() or None
+
+        def show(result):
+            if n == self._reloads:
+                self.chunks, encryption = result
+                self.protection.setText(f"Personal information in this library: {encryption}.")
+                self._fill()
+
+        self._submit("reload", lambda store: (store.list_chunks(kind=kind, search=search), store.encryption),
+                     show, "Library")
+
+    def _fill(self) -> None:
         self.table.setRowCount(len(self.chunks))
         # the hint for a first start: nothing stored at all (not: nothing matches the search)
         self.empty_hint.setVisible(not self.chunks and not self.search.text().strip()
@@ -227,49 +289,43 @@ class LibraryDialog(QDialog):
 
     # ------------------------------------------------------------ actions
 
-    def _changed(self) -> None:
-        self.changed = True
+    def _changed(self, _result=None) -> None:
+        self._store_changed()
         self.reload()
-        if hasattr(self.window_, "request_refresh"):
-            self.window_.request_refresh.emit()
 
-    def add_chunk(self, prefill: dict | None = None, values: dict | None = None) -> int | None:
-        if self.store is None:
+    def add_chunk(self, prefill: dict | None = None, values: dict | None = None) -> bool:
+        """Ask for a chunk (or take *values*) and add it; answered("add", its id). False: nothing asked."""
+        if self.locked:
             QMessageBox.warning(self, "Add chunk", "The library could not be opened, so nothing can be added.")
-            return None
+            return False
         if values is None:
             dialog = ChunkEditDialog(self, prefill=prefill)
             if dialog.exec() != QDialog.Accepted:
-                return None
+                return False
             values = dialog.values()
-        try:
-            cid = self.store.add_chunk(values["text"], values["kind"], values["contexts"], label=values["label"])
-        except ChunkwiseError as exc:
-            QMessageBox.warning(self, "Add chunk", str(exc))
-            return None
-        self._changed()
-        return cid
+        v = dict(values)
+        self._submit("add", lambda store: store.add_chunk(v["text"], v["kind"], v["contexts"], label=v["label"]),
+                     self._changed, "Add chunk")
+        return True
 
     def edit_selected(self, values: dict | None = None) -> bool:
         ids = self.selected_ids()
         if len(ids) != 1:
             return False
-        chunk = self.store.get_chunk(ids[0])
+        chunk = next(c for c in self.chunks if c.id == ids[0])
         if values is None:
             dialog = ChunkEditDialog(self, chunk=chunk)
             if dialog.exec() != QDialog.Accepted:
                 return False
             values = dialog.values()
-        try:
-            self.store.update_chunk(chunk.id, text=values["text"], kind=values["kind"], label=values["label"],
-                                    contexts=values["contexts"])
-        except ChunkwiseError as exc:
-            QMessageBox.warning(self, "Edit chunk", str(exc))
-            return False
-        self._changed()
+        v, cid = dict(values), chunk.id
+        self._submit("edit", lambda store: store.update_chunk(cid, text=v["text"], kind=v["kind"], label=v["label"],
+                                                              contexts=v["contexts"]),
+                     self._changed, "Edit chunk")
         return True
 
     def delete_selected(self, confirm: bool = True) -> int:
+        """Delete the selected chunks in one transaction; answered("delete", how many)."""
         ids = self.selected_ids()
         if not ids:
             return 0
@@ -278,74 +334,64 @@ class LibraryDialog(QDialog):
                                           f"Delete {len(ids)} chunk(s) and their contexts? This cannot be undone.")
             if answer != QMessageBox.Yes:
                 return 0
-        for cid in ids:
-            self.store.remove_chunk(cid)
-        self._changed()
+        self._submit("delete", lambda store: store.remove_chunks(ids), self._changed, "Delete chunks")
         return len(ids)
 
-    def import_dialog(self, path: str | None = None) -> int:
+    def import_dialog(self, path: str | None = None) -> bool:
         if not path:
             path, _ = QFileDialog.getOpenFileName(self, "Import chunks", "", "Chunks (*.json *.csv)")
         if not path:
-            return 0
-        try:
-            ids = import_file(self.store, path)
-        except ChunkwiseError as exc:
-            QMessageBox.warning(self, "Import chunks", f"Nothing was imported.\n\n{exc}")
-            return 0
-        self._changed()
-        return len(ids)
+            return False
 
-    def export_dialog(self, path: str | None = None, include_pii: bool | None = None) -> int:
+        def run(store):
+            try:
+                return len(import_file(store, path))
+            except ChunkwiseError as exc:
+                raise ChunkwiseError(f"Nothing was imported.\n\n{exc}") from None
+
+        self._submit("import", run, self._changed, "Import chunks")
+        return True
+
+    def export_dialog(self, path: str | None = None, include_pii: bool | None = None) -> bool:
+        """Export to *path*; asks first whether personal details go in plain text, where there are any."""
         if not path:
             path, _ = QFileDialog.getSaveFileName(self, "Export chunks", "chunks.json", "JSON (*.json);;CSV (*.csv)")
         if not path:
-            return 0
+            return False
         if include_pii is None:
-            has_pii = any(c.kind == "pii" for c in self.store.list_chunks(kind="pii"))
-            include_pii = has_pii and QMessageBox.question(
-                self, "Export chunks",
-                "Write your personal information (phone, address, email…) into the file in plain text?\n\n"
-                "Choose No to export it masked.", QMessageBox.Yes | QMessageBox.No,
-                QMessageBox.No) == QMessageBox.Yes
-        try:
-            return export_file(self.store, path, include_pii=include_pii)
-        except ChunkwiseError as exc:
-            QMessageBox.warning(self, "Export chunks", str(exc))
-            return 0
+            self._submit("count", lambda store: bool(store.list_chunks(kind="pii")),
+                         lambda has_pii: self.export_dialog(path, has_pii and QMessageBox.question(
+                             self, "Export chunks",
+                             "Write your personal information (phone, address, email…) into the file in plain "
+                             "text?\n\nChoose No to export it masked.", QMessageBox.Yes | QMessageBox.No,
+                             QMessageBox.No) == QMessageBox.Yes),
+                         "Export chunks")
+            return True
+        self._submit("export", lambda store: export_file(store, path, include_pii=include_pii),
+                     lambda _n: None, "Export chunks")
+        return True
 
     def open_learned(self) -> None:
-        if self.store is None:
+        if self.locked:
             return
-        dialog = LearnedDialog(self.window_, self.store.path, store=self.store, owns_store=False)
+        dialog = LearnedDialog(self.window_)
         dialog.exec()
         if dialog.changed:
             self.reload()
 
-    def done(self, result: int) -> None:
-        if self.store is not None:
-            self.store.close()
-            self.store = None
-        super().done(result)
 
-
-class LearnedDialog(QDialog):
+class LearnedDialog(LaneDialog):
     """What Chunkwise learned while the user wrote: phrases before values they typed by hand, and
     places they turned a suggestion down; each with its date, removable one by one or all at once."""
 
     COLUMNS = ["When", "How", "Phrase", "For"]
 
-    def __init__(self, window, db_path: str, store: ChunkStore | None = None, owns_store: bool = True):
-        super().__init__(window)
-        self.window_ = window
-        self.setWindowTitle("What Chunkwise learned")
+    def __init__(self, window):
+        super().__init__(window, "What Chunkwise learned")
         self.resize(820, 420)
-        self.owns_store = owns_store if store is not None else True
-        self.store, locked = open_store(db_path, store)
-        self.changed = False
         self.rows = []
-        self.note = QLabel(f"Your library is locked: {locked}\n\nUnlock it with Unlock… in the library or "
-                           "Tools → Unlock library…, then look here again." if locked else
+        self.note = QLabel(f"Your library is locked: {self.locked}\n\nUnlock it with Unlock… in the library or "
+                           "Tools → Unlock library…, then look here again." if self.locked else
                            "Learned on this computer from what you type: when you type a value from your library "
                            "yourself, the words before it; when you press Esc on a suggested chunk, the words "
                            "where you turned it down. Nothing leaves this machine.")
@@ -356,7 +402,7 @@ class LearnedDialog(QDialog):
         self.clear_button = QPushButton("Remove all")
         self.clear_button.clicked.connect(lambda _=False: self.remove_all())
         for button in (self.remove_button, self.clear_button):
-            button.setEnabled(self.store is not None)
+            button.setEnabled(False)                     # until the rows have come
         close = QPushButton("Close")
         close.clicked.connect(self.accept)
         buttons = QHBoxLayout()
@@ -371,13 +417,10 @@ class LearnedDialog(QDialog):
         self.reload()
 
     def reload(self) -> None:
-        if self.store is None:
-            return
-        try:
-            self.rows = self.store.learned_contexts()
-        except ChunkwiseError as exc:
-            QMessageBox.warning(self, "What Chunkwise learned", str(exc))
-            return
+        self._submit("reload", lambda store: store.learned_contexts(), self._fill, "What Chunkwise learned")
+
+    def _fill(self, rows) -> None:
+        self.rows = rows
         self.table.setRowCount(len(self.rows))
         for row, (ctx, chunk) in enumerate(self.rows):
             target = chunk.label or (PII_MASK if chunk.kind == "pii" else chunk.text[:60])
@@ -405,21 +448,13 @@ class LearnedDialog(QDialog):
         return self._remove(ids)
 
     def _remove(self, ids: list[int]) -> int:
-        if not ids or self.store is None:
+        """Remove learned contexts in one transaction; answered("remove", how many went)."""
+        if not ids:
             return 0
-        try:
-            gone = self.store.remove_contexts(ids)
-        except ChunkwiseError as exc:
-            QMessageBox.warning(self, "What Chunkwise learned", str(exc))
-            return 0
-        self.changed = True
-        self.reload()
-        if hasattr(self.window_, "request_refresh"):
-            self.window_.request_refresh.emit()
-        return gone
 
-    def done(self, result: int) -> None:
-        if self.store is not None and self.owns_store:
-            self.store.close()
-        self.store = None
-        super().done(result)
+        def removed(_gone):
+            self._store_changed()
+            self.reload()
+
+        self._submit("remove", lambda store: store.remove_contexts(ids), removed, "What Chunkwise learned")
+        return len(ids)

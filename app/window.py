@@ -9,7 +9,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QFileDialog, QFormLayout, QLabel, QLineEdit, QMainWindow, QMessageBox,
+from PySide6.QtWidgets import (QDialog, QFileDialog, QFormLayout, QLabel, QLineEdit, QMainWindow, QMessageBox,
                                QProgressBar, QPushButton, QVBoxLayout, QWidget)
 
 from core import GenerationRequest
@@ -19,6 +19,7 @@ from .drafts import DraftFile
 from .email_actions import EmailActions
 from .ghost import GhostPiece, GhostTextEdit
 from .help import show_help
+from .lane import StoreLane
 from .spelling import Speller, default_words_file
 from .settings import Settings, save_settings
 from .words import words_from_library
@@ -85,6 +86,8 @@ class ComposeWindow(QMainWindow, EmailActions):
     request_observe = Signal(str, list)     # text before the cursor, [(start, end)] of text not typed by hand
     request_dismiss = Signal(int, str)      # chunk id turned down, the text before it
     request_forget = Signal()
+    request_unlock = Signal(str)            # the store file to open now (a passphrase was given)
+    library_unlocked = Signal()             # the library opened after start (dialogs fill their tables)
 
     def __init__(self, settings: Settings, settings_file: Path | None = None, start_worker: bool = True,
                  draft_file: DraftFile | None = None):
@@ -120,6 +123,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.autosave.setInterval(1000)
         self.autosave.timeout.connect(self.save_draft)
         self.worker_thread = WorkerThread() if start_worker else None
+        self.lane = StoreLane(self.worker) if self.worker_thread else None   # the library's store work
         self._restore_draft()
         if self.worker_thread:
             self._connect_worker()
@@ -170,7 +174,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.progress.setVisible(False)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setVisible(False)
-        self.cancel_button.clicked.connect(self._cancel_refresh)
+        self.cancel_button.clicked.connect(self._cancel_job)
         status.addPermanentWidget(self.stats_label)
         status.addPermanentWidget(self.model_label)
         status.addPermanentWidget(self.progress)
@@ -258,6 +262,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.request_observe.connect(w.observe)
         self.request_dismiss.connect(w.dismiss)
         self.request_forget.connect(w.forget_learned)
+        self.request_unlock.connect(w.unlock)
         # Queued, always: the window's slots run on the GUI thread even where a test wraps one in a
         # plain function (which Qt would otherwise call directly, on the worker's thread).
         queued = Qt.QueuedConnection
@@ -267,7 +272,8 @@ class ComposeWindow(QMainWindow, EmailActions):
                              (w.failed, self._on_failed), (w.loaded, self._on_loaded),
                              (w.load_failed, self._on_load_failed), (w.progress, self._on_progress),
                              (w.store_ready, self._on_store_ready), (w.store_failed, self._on_store_failed),
-                             (w.store_locked, self._on_store_locked)):
+                             (w.store_locked, self._on_store_locked), (w.unlocked, self._on_unlocked),
+                             (w.unlock_failed, self._on_unlock_failed)):
             signal.connect(slot, queued)
 
     def _on_learn_failed(self, message: str) -> None:
@@ -304,27 +310,33 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.statusBar().showMessage(f"Your library is locked. {MODEL_ALONE}", 15000)
 
     def unlock_library(self) -> bool:
-        """Tools → Unlock library…: open the library now, and reload the editor's model lane with it.
+        """Tools → Unlock library…: open the library now, without a restart; the model stays loaded.
 
         Without a keychain the passphrase is asked for (again); with one, opening is simply retried
-        (the keychain may have been unlocked, the file moved back).  The store is opened here once,
-        before the reload, so a wrong passphrase is told at once and a new store's key is written
-        by one connection only.  Returns whether the library opened."""
-        from core import ChunkStore, ChunkwiseError, crypto
+        (the keychain may have been unlocked, the file moved back).  The model lane opens the store
+        (key derivation and SQL never run on this thread): ``library_unlocked`` follows, or a warning
+        that it is still locked.  Returns False where the user declined to give a passphrase."""
+        from core import crypto
 
         from .passphrase import ask_passphrase
 
         if not crypto.keychain_available() and not ask_passphrase(self, unlock=True, store=self.store_path()):
             return False
-        try:
-            ChunkStore(self.store_path()).close()
-        except ChunkwiseError as exc:
-            QMessageBox.warning(self, "Chunkwise: library still locked", str(exc))
+        if self.worker is None:
             return False
-        if self.locked_message:                  # the model lane runs on the stand-in: reload with the library
-            self._set_locked("")
-            self.load_model()
+        self.statusBar().showMessage("Opening your library…", 5000)
+        self.request_unlock.emit(self.store_path())
         return True
+
+    def _on_unlocked(self, contexts: int) -> None:
+        self._set_locked("")
+        self._show_library_size(contexts)
+        self.statusBar().showMessage("Your library is open; suggestions use it again.", 5000)
+        self.library_unlocked.emit()
+        self._schedule()
+
+    def _on_unlock_failed(self, message: str) -> None:
+        QMessageBox.warning(self, "Chunkwise: library still locked", message)
 
     def _set_locked(self, message: str) -> None:
         self.locked_message = message
@@ -341,7 +353,8 @@ class ComposeWindow(QMainWindow, EmailActions):
     def _on_progress(self, what: str, done: int, total: int) -> None:
         busy = done < total
         self.progress.setVisible(busy)
-        self.cancel_button.setVisible(busy and what in ("Encoding chunks", "Learning from your writing"))
+        self.cancel_button.setVisible(busy and what in ("Encoding chunks", "Learning from your writing",
+                                                              "Tuning the threshold"))
         self.progress.setMaximum(max(total, 1))
         self.progress.setValue(done)
         self.progress.setFormat(f"{what} %p%")
@@ -356,9 +369,9 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.model_label.setToolTip(f"The model is {self.model_name}. Your library has {phrases} phrase(s) "
                                     "that lead into its entries.")
 
-    def _cancel_refresh(self) -> None:
+    def _cancel_job(self) -> None:
         if self.worker:
-            self.worker.cancel_refresh()
+            self.worker.cancel_job()
 
     # ------------------------------------------------------------ suggestions
 
@@ -527,7 +540,7 @@ class ComposeWindow(QMainWindow, EmailActions):
     def open_learned(self) -> None:
         from .library import LearnedDialog
 
-        dialog = LearnedDialog(self, self.store_path())
+        dialog = LearnedDialog(self)
         dialog.exec()
 
     def forget_learned(self, confirm: bool = True) -> None:
@@ -636,37 +649,42 @@ class ComposeWindow(QMainWindow, EmailActions):
     def open_library(self) -> None:
         from .library import LibraryDialog
 
-        dialog = LibraryDialog(self, self.store_path())
+        dialog = LibraryDialog(self)
         dialog.exec()
 
     def store_path(self) -> str:
         return self.settings.store_path()
 
-    def add_selection_as_snippet(self) -> int | None:
+    def add_selection_as_snippet(self) -> bool:
         """Edit → Add selection as snippet: the chunk dialog, its context filled with the words before
-        the selection; cancelling it adds nothing and opens nothing else (issue 14.7)."""
+        the selection; cancelling it adds nothing and opens nothing else (issue 14.7).  The chunk is
+        added in the library's lane; the status bar says when it is in.  Returns whether it was sent."""
         cursor = self.body_edit.textCursor()
         text = cursor.selectedText().replace("\u2029", "\n")
         if not text.strip():
             QMessageBox.information(self, "Add snippet", "Select some text in the email first.")
-            return None
-        if self.locked_message:
+            return False
+        if self.locked_message or self.lane is None:
             QMessageBox.information(self, "Add snippet", LOCKED_HINT)
-            return None
+            return False
         from core.text import lead_in
 
-        from .library import LibraryDialog
+        from .library import ChunkEditDialog
 
         context = lead_in(self.body_edit.toPlainText()[:cursor.selectionStart()])
-        dialog = LibraryDialog(self, self.store_path())
-        try:
-            chunk_id = dialog.add_chunk(prefill={"text": text, "kind": "snippet",
-                                                 "contexts": [context] if context else []})
-        finally:
-            dialog.done(0)                   # closes its store connection; the library itself never shows
-        if chunk_id is not None:
+        dialog = ChunkEditDialog(self, prefill={"text": text, "kind": "snippet",
+                                                "contexts": [context] if context else []})
+        if dialog.exec() != QDialog.Accepted:
+            return False
+        v = dialog.values()
+
+        def added(_chunk_id):
+            self.request_refresh.emit()
             self.statusBar().showMessage("Snippet added to your library (Tools → Your library…).", 5000)
-        return chunk_id
+
+        self.lane.submit(lambda store: store.add_chunk(v["text"], v["kind"], v["contexts"], label=v["label"]),
+                         added, lambda message, _locked: QMessageBox.warning(self, "Add snippet", message))
+        return True
 
     # ------------------------------------------------------------ closing
 

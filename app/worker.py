@@ -1,21 +1,32 @@
-"""The model worker: one thread owns the engine; the GUI talks to it by signals.
+"""The model worker: one thread owns the engine and the store; the GUI talks to it by signals.
 
-The GUI thread never waits on the model.  Requests carry an id; the GUI bumps
-``latest`` before sending one, and the worker checks it between tokens, so a
-newer request (or a cancel) stops the running generation at once and stale
-queued requests are skipped without touching the model.
+The GUI thread never waits on the model, and runs no SQL and no key derivation.
+Requests carry an id; the GUI bumps ``latest`` before sending one, and the
+worker checks it between tokens, so a newer request (or a cancel) stops the
+running generation at once and stale queued requests are skipped without
+touching the model.
+
+The library's reads and edits are *store jobs* (app/lane.py): functions of the
+store, queued from the GUI thread and run on this thread, between the steps of
+whatever long job runs here (learning, tuning, loading), so the library stays
+usable during a mining run and never opens a second connection.
+
+Every long job is cancellable: the Cancel button stops it (``cancel_job``), and
+closing the window (``WorkerThread.stop``) stops it at its next step, so the
+window closes within a second.
 """
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 import traceback
 from dataclasses import asdict, replace
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QMetaObject, QObject, QThread, Qt, Signal, Slot
 
-from core import ChunkStore, ChunkwiseError, Engine, GenerationRequest, StoreError
+from core import Cancelled, ChunkStore, ChunkwiseError, Engine, GenerationRequest, StoreError
 from core.matching import DEFAULT_THRESHOLD
 
 log = logging.getLogger("chunkwise.worker")
@@ -53,12 +64,19 @@ class ModelWorker(QObject):
     tune_failed = Signal(str)
     learned_here = Signal(list)             # [{"chunk_id", "context", "origin"}] learned while writing
     forgotten = Signal(dict)                # {"contexts", "chunks", "knn_rows"} removed
+    job_done = Signal(int, object)          # store job id, its result
+    job_failed = Signal(int, str, bool)     # store job id, message, whether the library is locked
+    unlocked = Signal(int)                  # the library opened after start: contexts matched
+    unlock_failed = Signal(str)
 
     def __init__(self):
         super().__init__()
         self.engine: Engine | None = None
+        self.store: ChunkStore | None = None   # the library (or, while locked, an empty stand-in)
         self.latest = 0                     # the newest request id; written by the GUI thread
-        self._cancel_refresh = threading.Event()
+        self._cancel = threading.Event()    # the Cancel button: stops the running long job
+        self._stopping = threading.Event()  # the window closes: every job stops at its next step
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()   # (id, fn) store jobs from the GUI thread
         self.locked: str | None = None      # why the library could not open (the engine runs on an empty one)
 
     # ------------------------------------------------------------ lifetime
@@ -66,49 +84,128 @@ class ModelWorker(QObject):
     @Slot(dict)
     def load(self, options: dict) -> None:
         """Load (or reload) the model and the store: options = model_path, db_path, n_ctx, threads, threshold."""
+        if self._stopping.is_set():
+            return                           # the window is closing
         start = time.perf_counter()
         try:
-            if self.engine is not None:
-                self.engine.close()
-                self.engine = None
+            self._close()
             self.progress.emit("Loading model", 0, 1)
-            from core.paths import default_db_path
-
-            self.locked = None
-            try:
-                store = ChunkStore(options.get("db_path") or str(default_db_path()))
-            except StoreError as exc:
-                # Locked (no or a wrong passphrase), damaged or from a newer Chunkwise: the model alone, on
-                # an empty store in memory; nothing learned goes anywhere until the library is unlocked.
-                store, self.locked = ChunkStore(":memory:"), str(exc)
-            try:
-                engine = Engine(options.get("model_path") or None, store,
-                                n_ctx=options.get("n_ctx", 2048), n_threads=options.get("threads") or None,
-                                threshold=options.get("threshold", DEFAULT_THRESHOLD),
-                                progress=lambda d, t: self.progress.emit("Measuring this model (once)", d, t))
-            except BaseException:
-                store.close()                # the model failed: the store is not left open behind it
-                raise
+            self.store = self._open_store(options.get("db_path"))
+            self.run_jobs()                  # the library answers before the model has loaded
+            self._cancel.clear()
+            engine = Engine(options.get("model_path") or None, self.store,
+                            n_ctx=options.get("n_ctx", 2048), n_threads=options.get("threads") or None,
+                            threshold=options.get("threshold", DEFAULT_THRESHOLD),
+                            progress=self._step("Measuring this model (once)"))
             self.engine = engine
-            self._cancel_refresh.clear()
-            engine.refresh(progress=lambda d, t: self.progress.emit("Encoding chunks", d, t),
-                           cancelled=self._cancel_refresh.is_set)
+            engine.refresh(progress=self._step("Encoding chunks"), cancelled=self._stopped)
             self.progress.emit("Loading model", 1, 1)
             self.loaded.emit({"model": engine.runtime.name, "contexts": len(engine.matcher),
                               "seconds": round(time.perf_counter() - start, 2)})
             if self.locked:
                 self.store_locked.emit(self.locked)
+        except Cancelled:
+            self.load_failed.emit("Loading was cancelled.")
         except ChunkwiseError as exc:
             self.load_failed.emit(str(exc))
         except Exception as exc:  # never let the worker thread die silently
             _log_failure("loading")           # the type and place only: the message may quote the user's text
             self.load_failed.emit(f"Unexpected error while loading: {type(exc).__name__}")
 
+    def _open_store(self, db_path: str | None) -> ChunkStore:
+        """The library, or an empty stand-in while it cannot open (``locked`` says why)."""
+        from core.paths import default_db_path
+
+        self.locked = None
+        try:
+            return ChunkStore(db_path or str(default_db_path()))
+        except StoreError as exc:
+            # Locked (no or a wrong passphrase), damaged or from a newer Chunkwise: the model alone, on
+            # an empty store in memory; nothing learned goes anywhere until the library is unlocked.
+            self.locked = str(exc)
+            return ChunkStore(":memory:")
+
+    @Slot(str)
+    def unlock(self, db_path: str) -> None:
+        """Open the library now (the passphrase was given meanwhile) and match against it; the model
+        stays loaded.  A wrong passphrase or a file still unreadable: ``unlock_failed``, still locked."""
+        if self._stopping.is_set():
+            return                           # the window is closing
+        try:
+            store = ChunkStore(db_path)
+        except ChunkwiseError as exc:
+            self.unlock_failed.emit(str(exc))
+            return
+        try:
+            self.locked = None
+            if self.engine is not None:
+                self.engine.use_store(store)
+            elif self.store is not None:
+                self.store.close()
+            self.store = store
+            self.unlocked.emit(len(self.engine.matcher) if self.engine is not None else 0)
+        except ChunkwiseError as exc:
+            self.unlock_failed.emit(str(exc))
+        self.run_jobs()
+
+    def _close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()              # closes its store too
+        elif self.store is not None:
+            self.store.close()
+        self.engine = self.store = None
+
     @Slot()
     def shutdown(self) -> None:
-        if self.engine is not None:
-            self.engine.close()
-            self.engine = None
+        """The last call on this thread: what the library was asked to do is done, then all closes."""
+        self.run_jobs()
+        self._close()
+        QThread.currentThread().quit()
+
+    # ------------------------------------------------------------ long jobs: progress, cancel, store jobs between steps
+
+    def _stopped(self) -> bool:
+        return self._cancel.is_set() or self._stopping.is_set()
+
+    def _step(self, what: str):
+        """A progress callback for a long job: shows progress, runs the library's queued store jobs
+        (so it answers during the job), and stops the job when the window closes."""
+        def step(done: int, total: int) -> None:
+            self.progress.emit(what, done, total)
+            self.run_jobs()
+            if self._stopping.is_set():
+                raise Cancelled(f"{what}: stopped, the window is closing.")
+        return step
+
+    # ------------------------------------------------------------ store jobs (app/lane.py)
+
+    def submit(self, job_id: int, fn) -> None:
+        """Called from the GUI thread: queue *fn(store)*; it runs here, now or between a long job's steps."""
+        self._jobs.put((job_id, fn))
+        QMetaObject.invokeMethod(self, "run_jobs", Qt.QueuedConnection)
+
+    @Slot()
+    def run_jobs(self) -> None:
+        while True:
+            try:
+                job_id, fn = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if self.store is None or self.locked:
+                self.job_failed.emit(job_id, self.locked or "The library is not open yet.", bool(self.locked))
+                continue
+            try:
+                result = fn(self.store)
+            except Exception as exc:
+                self.store.rollback()        # a job that failed half-way leaves no transaction open behind it
+                if isinstance(exc, ChunkwiseError):
+                    self.job_failed.emit(job_id, str(exc), False)
+                else:                        # the type and place for the log; the user a sentence
+                    _log_failure("library")
+                    self.job_failed.emit(job_id, f"The library could not do that ({type(exc).__name__}); "
+                                                 "nothing was changed.", False)
+            else:
+                self.job_done.emit(job_id, result)
 
     # ------------------------------------------------------------ generation
 
@@ -151,7 +248,7 @@ class ModelWorker(QObject):
     def record_use(self, chunk_id: int) -> None:
         if self.engine is not None and not self.locked:
             try:
-                self.engine.store.record_use(chunk_id)
+                self.store.record_use(chunk_id)
             except ChunkwiseError:
                 pass
 
@@ -212,25 +309,29 @@ class ModelWorker(QObject):
     @Slot()
     def refresh(self) -> None:
         """Encode new or changed contexts (progress, cancellable), then match against them."""
+        if self._stopping.is_set():
+            return                           # the window is closing
         if self.engine is None:
             return
-        self._cancel_refresh.clear()
+        self._cancel.clear()
         try:
             self.engine.refresh(progress=lambda d, t: self.progress.emit("Encoding chunks", d, t),
-                                cancelled=self._cancel_refresh.is_set)
+                                cancelled=self._stopped)
             self.store_ready.emit(len(self.engine.matcher))
         except ChunkwiseError as exc:
             self.store_failed.emit(str(exc))
 
-    def cancel_refresh(self) -> None:
-        """Called from the GUI thread: a threading.Event, safe across threads."""
-        self._cancel_refresh.set()
+    def cancel_job(self) -> None:
+        """Called from the GUI thread (the Cancel button): a threading.Event, safe across threads."""
+        self._cancel.set()
 
     # ------------------------------------------------------------ learning from the user's writing
 
     @Slot(dict)
     def learn(self, options: dict) -> None:
         """Mine into the store (one transaction): paths (files) or texts (sent emails), gamma, corpus_teacher, knn."""
+        if self._stopping.is_set():
+            return                           # the window is closing
         if self.engine is None:
             self.learn_failed.emit("The model is not loaded yet.")
             return
@@ -243,7 +344,7 @@ class ModelWorker(QObject):
         from core.corpus import read_corpus
         from core.learning import mine
 
-        self._cancel_refresh.clear()
+        self._cancel.clear()
         try:
             if "texts" in options:
                 from core.corpus import Document, own_words
@@ -254,12 +355,14 @@ class ModelWorker(QObject):
                 docs = read_corpus(options["paths"])
             result = mine(self.engine, docs, options.get("gamma", 0.5), knn=options.get("knn", True),
                           corpus_teacher=options.get("corpus_teacher", True),
-                          progress=lambda d, t: self.progress.emit("Learning from your writing", d, t),
-                          cancelled=self._cancel_refresh.is_set)
+                          progress=self._step("Learning from your writing"), cancelled=self._stopped)
             self.progress.emit("Learning from your writing", 1, 1)
             self.learned.emit({"documents": result.report.documents, "new_chunks": result.new_chunks,
                                "new_contexts": result.new_contexts, "knn_entries": result.knn_rows,
                                "contexts": len(self.engine.matcher)})
+        except Cancelled as exc:             # the user pressed Cancel: a note, not a dialog
+            self.progress.emit("Learning from your writing", 1, 1)
+            self.store_failed.emit(str(exc))
         except ChunkwiseError as exc:
             self.progress.emit("Learning from your writing", 1, 1)
             if "texts" in options:           # a sent email: a note in the status bar, not a dialog
@@ -274,6 +377,8 @@ class ModelWorker(QObject):
     @Slot(str)
     def tune(self, path: str) -> None:
         """The threshold that inserts the user's values where they wrote them and nowhere else (core/tuning.py)."""
+        if self._stopping.is_set():
+            return                           # the window is closing
         if self.engine is None:
             self.tune_failed.emit("The model is not loaded yet.")
             return
@@ -283,12 +388,11 @@ class ModelWorker(QObject):
         from core.corpus import read_corpus
         from core.tuning import tune_insertions
 
-        self._cancel_refresh.clear()
+        self._cancel.clear()
         try:
             texts = [d.text for d in read_corpus([path])]
-            result = tune_insertions(self.engine, texts,
-                                     progress=lambda d, t: self.progress.emit("Tuning the threshold", d, t),
-                                     cancelled=self._cancel_refresh.is_set)
+            result = tune_insertions(self.engine, texts, progress=self._step("Tuning the threshold"),
+                                     cancelled=self._stopped)
             self.tuned.emit({"threshold": result.threshold, "positives": result.positives,
                              "negatives": result.negatives, "grid": result.grid, "extreme": result.extreme,
                              **result.best})
@@ -303,18 +407,22 @@ class ModelWorker(QObject):
     @Slot(str)
     def profile_threshold(self, text: str) -> None:
         """Which phrases of *text* would take which chunk, up to which threshold (the settings plot)."""
+        if self._stopping.is_set():
+            return                           # the window is closing
         if self.engine is None:
             self.threshold_profile.emit([])
             return
         from core.tuning import insertion_places
 
         try:
-            places = insertion_places(self.engine, text)
+            places = insertion_places(self.engine, text, progress=self._step("Reading this email for the plot"),
+                                      cancelled=self._stopping.is_set)
         except ChunkwiseError:
             places = []
         except Exception:
             _log_failure("threshold profile")
             places = []
+        self.progress.emit("Reading this email for the plot", 1, 1)
         self.threshold_profile.emit([asdict(p) for p in places])
 
 
@@ -328,13 +436,25 @@ class WorkerThread:
         self.worker.moveToThread(self.thread)
         self.thread.start()
 
-    def stop(self, timeout_ms: int = 10000) -> None:
-        self.worker.latest = -1              # cancel whatever runs
-        self.worker.cancel_refresh()
-        if self.thread.isRunning():
-            from PySide6.QtCore import QMetaObject, Qt
+    def stop(self, timeout_ms: int = 1000) -> bool:
+        """Stop whatever runs at its next step, close the model and the store, end the thread.
 
-            QMetaObject.invokeMethod(self.worker, "shutdown", Qt.BlockingQueuedConnection)
-            self.thread.quit()
-            self.thread.wait(timeout_ms)
+        The GUI waits at most *timeout_ms* (one step of any job is shorter).  Past that, the thread
+        is left to finish on its own and kept referenced until it does, so Qt never destroys a
+        running thread.  Returns whether it ended in time."""
+        self.worker.latest = -1              # cancel a generation
+        self.worker._stopping.set()          # and any long job, at its next step
+        self.worker.blockSignals(True)       # what it says while stopping ("cancelled") is for no one
+        if not self.thread.isRunning():
+            return True
+        QMetaObject.invokeMethod(self.worker, "shutdown", Qt.QueuedConnection)
+        if self.thread.wait(timeout_ms):
+            return True
+        log.warning("the model thread is still finishing a step; it closes on its own")
+        _finishing.append(self)
+        self.thread.finished.connect(lambda: _finishing.remove(self) if self in _finishing else None)
+        return False
+
+
+_finishing: list[WorkerThread] = []        # threads still ending after their window closed
 

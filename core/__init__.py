@@ -6,11 +6,11 @@ The few names a caller needs::
 """
 from .decoding import Piece, Stats
 from .engine import Completion, Engine, GenerationRequest, Span
-from .errors import ChunkwiseError, ImportFormatError, ModelError, StoreError
+from .errors import Cancelled, ChunkwiseError, ImportFormatError, ModelError, StoreError
 from .paths import bundled_model_path, default_db_path
 from .store import PII_MASK, ChunkStore
 
 __all__ = [
-    "ChunkStore", "ChunkwiseError", "Completion", "Engine", "GenerationRequest", "ImportFormatError",
+    "Cancelled", "ChunkStore", "ChunkwiseError", "Completion", "Engine", "GenerationRequest", "ImportFormatError",
     "ModelError", "PII_MASK", "Piece", "Span", "Stats", "StoreError", "bundled_model_path", "default_db_path",
 ]

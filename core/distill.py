@@ -30,7 +30,7 @@ import numpy as np
 
 from .corpus import Document
 from .encoding import join_context, local_mean
-from .errors import ChunkwiseError
+from .errors import Cancelled, ChunkwiseError
 from .llama_runtime import LlamaRuntime
 from .sampling import log_softmax
 
@@ -268,7 +268,7 @@ class Miner:
         out = []
         for i, doc in enumerate(docs):
             if cancelled and cancelled():
-                raise ChunkwiseError("Mining was cancelled; nothing was stored.")
+                raise Cancelled("Mining was cancelled; nothing was stored.")
             tokens, first = document_tokens(self.rt, doc)
             if len(tokens) - first >= MIN_CONTEXT + MIN_CHUNK_TOKENS:
                 scored = score(self.rt, tokens, first)
@@ -360,7 +360,7 @@ def generate_corpus(engine, prompts: Sequence[str], samples: int = 2, max_tokens
         prefix = engine.runtime.chat_prompt([{"role": "user", "content": prompt}])
         for s in range(samples):
             if cancelled and cancelled():
-                raise ChunkwiseError("Mining was cancelled; nothing was stored.")
+                raise Cancelled("Mining was cancelled; nothing was stored.")
             request = GenerationRequest(prompt, mode="chat", max_tokens=max_tokens, temperature=temperature,
                                         seed=seed + 1000 * i + s, use_chunks=False)
             text = engine.generate(request, record_use=False).text

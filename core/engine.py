@@ -384,6 +384,19 @@ class Engine:
         self.refresh()
         return counts
 
+    def use_store(self, store: ChunkStore) -> int:
+        """Match against *store* from now on (a library unlocked after start), closing the one used
+        so far; the model stays loaded.  Returns the number of contexts encoded for it."""
+        old, self.store = self.store, store
+        rt = self.runtime
+        self.model_id = store.model_id(rt.identity, rt.name, rt.n_embd)
+        self._refreshed, self._knn = False, None
+        if self._matcher is not None:      # measured for the store used so far: kept in this one too
+            self._slot_classifier(self._model_stats(None), None)
+        if old is not store:
+            old.close()
+        return self.refresh(self._progress)
+
     def close(self) -> None:
         self.runtime.close()
         self.store.close()

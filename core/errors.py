@@ -21,3 +21,7 @@ class StoreError(ChunkwiseError):
 
 class ImportFormatError(StoreError):
     """An import file is malformed; the message names the line."""
+
+
+class Cancelled(ChunkwiseError):
+    """A long job stopped because the user (or closing the window) asked it to; nothing half-done is kept."""

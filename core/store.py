@@ -495,6 +495,11 @@ class ChunkStore:
                 self.db.conn.execute("UPDATE encodings SET chunk_tokens=? WHERE id=?", (self._seal_tokens(
                     self._open_tokens(blob, model_id, context_id), model_id, context_id), enc_id))
 
+    def rollback(self) -> None:
+        """Undo a transaction left open by code that failed half-way through it (else nothing)."""
+        if self.db.conn.in_transaction:
+            self.db.conn.rollback()
+
     def close(self) -> None:
         self.db.conn.close()
 
@@ -581,11 +586,24 @@ class ChunkStore:
 
     def remove_chunk(self, chunk_id: int) -> None:
         """Delete a chunk, its contexts and their encodings."""
+        self.remove_chunks([chunk_id])
+
+    def remove_chunks(self, chunk_ids: Sequence[int]) -> int:
+        """Delete chunks with their contexts and encodings, all in one transaction; how many went.
+        A chunk that is gone already (deleted meanwhile) is a StoreError and nothing is deleted."""
+        ids = sorted({int(i) for i in chunk_ids})
         with self._guard():
-            self.get_chunk(chunk_id)  # raises if missing (checked under the write lock)
-            ids = [r[0] for r in self.db.conn.execute("SELECT id FROM contexts WHERE chunk_id=?", (chunk_id,))]
-            self._delete_contexts(ids)
-            self.db.conn.execute("DELETE FROM chunks WHERE id=?", (chunk_id,))
+            conn = self.db.conn
+            found = {r[0] for part in batches(ids) for r in conn.execute(
+                f"SELECT id FROM chunks WHERE id IN ({marks(part)})", part)}
+            missing = [i for i in ids if i not in found]
+            if missing:                        # checked under the write lock
+                raise StoreError(f"There is no chunk with id {missing[0]}; nothing was deleted.")
+            for part in batches(ids):
+                self._delete_contexts([r[0] for r in conn.execute(
+                    f"SELECT id FROM contexts WHERE chunk_id IN ({marks(part)})", part)])
+                conn.execute(f"DELETE FROM chunks WHERE id IN ({marks(part)})", part)
+        return len(ids)
 
     # -- learning while writing
 

@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .encoding import local_mean
-from .errors import ChunkwiseError
+from .errors import Cancelled, ChunkwiseError
 from .matching import threshold_reaching
 
 GRID = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 0.9)
@@ -111,21 +111,28 @@ def tune_insertions(engine, texts: Sequence[str], grid: Sequence[float] = GRID, 
                              "Choose emails where you wrote some of them yourself.")
     saved, rows = engine.threshold, []
     total, done = len(grid) * (len(positives) + len(negatives)), 0
+
+    def first_value(prompt: str) -> int | None:
+        """One place read at one threshold; progress and a chance to cancel after each."""
+        nonlocal done
+        got = _first_value(engine, prompt, own)
+        done += 1
+        if progress:
+            progress(done, total)
+        if cancelled and cancelled():
+            raise Cancelled("Tuning was cancelled; the threshold is unchanged.")
+        return got
+
     try:
         for t in grid:
             engine.threshold = t
             right = wrong = false = 0
             for prompt, chunk_id in positives:
-                got = _first_value(engine, prompt, own)
+                got = first_value(prompt)
                 right += got == chunk_id
                 wrong += got is not None and got != chunk_id
             for prompt in negatives:
-                false += _first_value(engine, prompt, own) is not None
-            done += len(positives) + len(negatives)
-            if progress:
-                progress(done, total)
-            if cancelled and cancelled():
-                raise ChunkwiseError("Tuning was cancelled; the threshold is unchanged.")
+                false += first_value(prompt) is not None
             rows.append({"threshold": t, "right": right, "wrong": wrong, "false": false,
                          "score": right - WRONG_COST * (wrong + false)})
     finally:
@@ -151,10 +158,12 @@ class Place:
     reach: float
 
 
-def insertion_places(engine, text: str, limit: int = 3000) -> list[Place]:
+def insertion_places(engine, text: str, limit: int = 3000, progress: Progress | None = None,
+                     cancelled: Callable[[], bool] | None = None) -> list[Place]:
     """For each word boundary of *text*: the chunk matching would offer there and the highest
     threshold at which it still would (typed details: the slot classifier's agreement; other
-    chunks: the calibrated match score).  The editor's place gates are not run here."""
+    chunks: the calibrated match score).  The editor's place gates are not run here.
+    *cancelled* is asked at each word: true raises :class:`Cancelled`."""
     from .text import lead_in
 
     matcher = engine.matcher_ready()
@@ -169,6 +178,10 @@ def insertion_places(engine, text: str, limit: int = 3000) -> list[Place]:
         piece = rt.detokenize(tokens[i + 1:i + 2]) if i + 1 < len(tokens) else " "
         if not piece[:1].isspace():
             continue                                                 # only where a new word begins (or the end)
+        if cancelled and cancelled():
+            raise Cancelled("The threshold profile was cancelled.")
+        if progress:
+            progress(i, len(tokens))
         so_far = rt.detokenize(tokens[1:i + 1])
         hidden, local = out.hidden[i], local_mean(out.hidden, i)
         best = None

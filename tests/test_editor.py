@@ -167,31 +167,40 @@ def test_slider_changes_the_engines_threshold(qtbot, make_window):
     qtbot.waitUntil(lambda: w.worker.engine.threshold == pytest.approx(Settings().threshold), timeout=5000)
 
 
+def answer(qtbot, dialog, what, action):
+    """Run a library *action* and wait for the dialog's answer to *what*, then for the table to refill."""
+    with qtbot.waitSignal(dialog.answered, timeout=WAIT, check_params_cb=lambda w, _r: w == what) as got:
+        assert action()
+    qtbot.waitUntil(lambda: not dialog.lane.busy, timeout=WAIT)
+    return got.args[1]
+
+
 def test_library_round_trip(qtbot, make_window, tmp_path):
     from app.library import LibraryDialog
 
     w = make_window()
-    dialog = LibraryDialog(w, w.settings.db_path)
+    dialog = LibraryDialog(w)
     qtbot.addWidget(dialog)
     with qtbot.waitSignal(w.worker.store_ready, timeout=WAIT):
-        cid = dialog.add_chunk(values={"text": "(555) 987-6543", "kind": "pii", "label": "phone",
-                                       "contexts": ["Call me at", "My number is"]})
+        cid = answer(qtbot, dialog, "add", lambda: dialog.add_chunk(values={
+            "text": "(555) 987-6543", "kind": "pii", "label": "phone", "contexts": ["Call me at", "My number is"]}))
     assert cid and dialog.table.rowCount() == 1 and dialog.table.item(0, 2).text() != "(555) 987-6543"
     assert "encrypted" in dialog.protection.text() and "passphrase" in dialog.protection.text()
     dialog.reveal.setChecked(True)
     assert dialog.table.item(0, 2).text() == "(555) 987-6543"
     dialog.table.selectRow(0)
-    assert dialog.edit_selected(values={"text": "(555) 987-0000", "kind": "pii", "label": "mobile",
-                                        "contexts": ["Call me at"]})
+    answer(qtbot, dialog, "edit", lambda: dialog.edit_selected(values={
+        "text": "(555) 987-0000", "kind": "pii", "label": "mobile", "contexts": ["Call me at"]}))
     assert dialog.table.item(0, 1).text() == "mobile"
     out = tmp_path / "lib.json"
-    assert dialog.export_dialog(str(out), include_pii=True) == 1
+    assert answer(qtbot, dialog, "export", lambda: dialog.export_dialog(str(out), include_pii=True)) == 1
     masked = tmp_path / "masked.json"
-    assert dialog.export_dialog(str(masked), include_pii=False) == 1
+    assert answer(qtbot, dialog, "export", lambda: dialog.export_dialog(str(masked), include_pii=False)) == 1
     assert "987-0000" not in masked.read_text(encoding="utf-8")
     dialog.table.selectRow(0)
-    assert dialog.delete_selected(confirm=False) == 1 and dialog.table.rowCount() == 0
-    assert dialog.import_dialog(str(out)) == 1
+    assert answer(qtbot, dialog, "delete", lambda: dialog.delete_selected(confirm=False)) == 1
+    assert dialog.table.rowCount() == 0
+    assert answer(qtbot, dialog, "import", lambda: dialog.import_dialog(str(out))) == 1
     assert dialog.chunks[0].text == "(555) 987-0000" and dialog.chunks[0].contexts[0].text == "Call me at"
     bad = tmp_path / "bad.json"
     bad.write_text('[{"text": "", "kind": "pii", "contexts": ["x"]}]')
@@ -200,8 +209,9 @@ def test_library_round_trip(qtbot, make_window, tmp_path):
     import unittest.mock as mock
 
     with mock.patch.object(QMessageBox, "warning") as warn:
-        assert dialog.import_dialog(str(bad)) == 0
-    assert "line 1" in warn.call_args[0][2] and len(dialog.chunks) == 1
+        assert answer(qtbot, dialog, "import", lambda: dialog.import_dialog(str(bad))) is None
+    assert "Nothing was imported" in warn.call_args[0][2] and "line 1" in warn.call_args[0][2]
+    assert len(dialog.chunks) == 1
     dialog.accept()
 
 
@@ -377,14 +387,15 @@ def test_editing_the_library_while_a_suggestion_streams(qtbot, make_window):
     body.setFocus()
     type_text(qtbot, body, "Hi Tom,\n\nThanks for the quick reply. If anything comes up, please give me a call at")
     qtbot.waitUntil(lambda: w.current_id > 0 and bool(body.pieces), timeout=WAIT)
-    dialog = LibraryDialog(w, w.settings.db_path)
+    dialog = LibraryDialog(w)
     qtbot.addWidget(dialog)
+    qtbot.waitUntil(lambda: bool(dialog.chunks), timeout=WAIT)
     phone = next(i for i, c in enumerate(dialog.chunks) if c.label == "phone")
     dialog.table.selectRow(phone)
     with qtbot.waitSignal(w.worker.store_ready, timeout=WAIT):
-        assert dialog.delete_selected(confirm=False) == 1
-        dialog.add_chunk(values={"text": "Kind regards, Tom", "kind": "snippet", "label": None,
-                                 "contexts": ["Thanks again."]})
+        assert answer(qtbot, dialog, "delete", lambda: dialog.delete_selected(confirm=False)) == 1
+        answer(qtbot, dialog, "add", lambda: dialog.add_chunk(values={
+            "text": "Kind regards, Tom", "kind": "snippet", "label": None, "contexts": ["Thanks again."]}))
     # What the user sees after the delete is untorn: the beginning of one request's own text, in
     # order, never pieces of two requests spliced (the request on screen is let finish to compare).
     on_screen, shown_id = body.ghost_text, w.current_id
@@ -427,13 +438,14 @@ def test_learning_while_writing_from_the_editor(qtbot, make_window, monkeypatch)
     monkeypatch.setattr(library.LearnedDialog, "exec", lambda self: shown.append(self) or 0)
     w.learned_action.trigger()
     dialog = shown[0]
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == 2, timeout=WAIT)
     rows = {(dialog.table.item(r, 1).text(), dialog.table.item(r, 2).text()) for r in range(dialog.table.rowCount())}
     assert rows == {("typed by you", "For anything urgent, ring me direct on"),
                     ("turned down", "For anything else, you can also email me at")}
     dialog.table.selectRow(0)
     with qtbot.waitSignal(w.worker.store_ready, timeout=WAIT):
         dialog.remove_button.click()
-    assert dialog.table.rowCount() == 1
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == 1, timeout=WAIT)
     dialog.done(0)
 
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Yes)
@@ -548,12 +560,12 @@ def test_add_selection_as_snippet_prefills_its_context_and_cancel_adds_nothing(q
     cursor.setPosition(text.index(snippet))
     cursor.setPosition(text.index(snippet) + len(snippet), QTextCursor.KeepAnchor)
     w.body_edit.setTextCursor(cursor)
-    library_shown, seen, answer = [], {}, [QDialog.Rejected]
+    library_shown, seen, reply = [], {}, [QDialog.Rejected]
     monkeypatch.setattr(library.LibraryDialog, "exec", lambda self: library_shown.append(1) or 0)
 
     def fake_exec(self):
         seen["contexts"], seen["text"] = self.contexts.toPlainText(), self.text.toPlainText()
-        return answer[0]
+        return reply[0]
 
     monkeypatch.setattr(library.ChunkEditDialog, "exec", fake_exec)
     action = next(a for a in w.menuBar().actions()[1].menu().actions() if "snippet" in a.text())
@@ -561,8 +573,9 @@ def test_add_selection_as_snippet_prefills_its_context_and_cancel_adds_nothing(q
     assert seen == {"contexts": "Thanks for the call.", "text": snippet} and not library_shown
     with ChunkStore(w.settings.db_path) as store:
         assert store.list_chunks(kind="snippet") == []
-    answer[0] = QDialog.Accepted
-    action.trigger()
+    reply[0] = QDialog.Accepted
+    with qtbot.waitSignal(w.worker.job_done, timeout=WAIT):        # added in the library's lane
+        action.trigger()
     assert not library_shown
     with ChunkStore(w.settings.db_path) as store:
         (chunk,) = store.list_chunks(kind="snippet")
@@ -606,18 +619,21 @@ def test_a_locked_library_leaves_the_model_running_and_unlocks_without_a_restart
     w.forget_action.trigger()                        # told it is locked before being asked to confirm
     assert not asked and told and "Unlock library" in told[-1]
 
-    dialog = LibraryDialog(w, str(db))
+    dialog = LibraryDialog(w)
     qtbot.addWidget(dialog)
     assert not dialog.banner.isHidden() and not dialog.unlock_button.isHidden()
     assert not any(b.isEnabled() for b in dialog.actions_)
 
     monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("not it", True))
-    assert not dialog.unlock()                       # a wrong passphrase: told at once, still locked
-    assert "passphrase" in warnings[-1] and w.unlock_action.isEnabled() and dialog.store is None
+    told = len(warnings)
+    dialog.unlock_button.click()                     # a wrong passphrase: told, still locked
+    qtbot.waitUntil(lambda: len(warnings) > told, timeout=WAIT)
+    assert "passphrase" in warnings[-1] and w.unlock_action.isEnabled() and dialog.locked
+    assert not any(b.isEnabled() for b in dialog.actions_)
     monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: (passphrase, True))
-    assert dialog.unlock()
+    dialog.unlock_button.click()
+    qtbot.waitUntil(lambda: [c.id for c in dialog.chunks] == [phone], timeout=WAIT)
     assert dialog.banner.isHidden() and all(b.isEnabled() for b in dialog.actions_)
-    assert [c.id for c in dialog.chunks] == [phone]
     dialog.done(0)
     qtbot.waitUntil(lambda: w.model_ready and "locked" not in w.model_label.text(), timeout=WAIT)
     assert not w.unlock_action.isEnabled()
@@ -706,3 +722,72 @@ def test_suggestions_end_at_a_natural_end_unless_turned_off_in_settings(qtbot, m
     assert body.toPlainText() == "Hi Sam,\n\nThanks for the quick reply. I"
     assert long.startswith(short) and len(short.split()) < len(long.split()), (short, long)
     assert w.last_stats["stop_reason"] == "end"
+
+
+LONG_JOBS = ["learning", "tuning", "threshold profile", "loading"]
+
+
+@pytest.mark.parametrize("job", LONG_JOBS)
+def test_closing_the_window_during_a_long_job_ends_the_model_thread_within_a_second(qtbot, make_window, tmp_path,
+                                                                                    job):
+    """Issues 12 and 13. Bug caught: closing the window blocked the GUI thread until the running job
+    ended (tuning, loading and the threshold profile could not be cancelled, and the stop waited
+    without a limit); a job cut short leaving half its work in the store."""
+    from app.settings_dialog import SettingsDialog
+
+    mails = []
+    for i in range(40):
+        mail = tmp_path / f"sent{i}.txt"
+        mail.write_text(f"Hi Sam,\n\nThanks for the update on order {i}. I checked the numbers this morning and "
+                        "they look right to me. Let me know if anything changes before Friday.\n\nBest,\nJohn\n",
+                        encoding="utf-8")
+        mails.append(str(mail))
+    if job == "loading":
+        w = ComposeWindow(Settings(db_path=str(tmp_path / "fresh.db")), tmp_path / "settings.json")
+        w.confirm_close = False
+        qtbot.addWidget(w)
+        qtbot.waitSignal(w.worker.progress, timeout=WAIT).wait()    # the load has begun
+    else:
+        w = make_window(with_pii=True)
+        started = qtbot.waitSignal(w.worker.progress, timeout=WAIT,
+                                   check_params_cb=lambda what, done, total: 0 < done < total)
+        with started:
+            if job == "learning":
+                w.learn_from_writing(mails)
+            elif job == "tuning":
+                profile = paper_profile()
+                held_out = tmp_path / "held_out.txt"
+                held_out.write_text("Hi Sam,\n\n" + " ".join(f"{entry['contexts'][0]} {entry['value']}."
+                                                             for entry in profile.values()), encoding="utf-8")
+                w.request_tune.emit(str(held_out))
+            else:
+                w.body_edit.setPlainText(" ".join(open(m, encoding="utf-8").read() for m in mails[:6]))
+                dialog = SettingsDialog(w, w.settings)
+                qtbot.addWidget(dialog)
+    thread = w.worker_thread.thread
+    assert thread.isRunning()
+    w.close()                                # stop() waits at most a second for the thread
+    assert thread.isFinished(), f"the model thread still ran after closing during {job}"
+    if job != "loading":
+        with ChunkStore(w.settings.db_path) as store:
+            assert store.count()[0] == len(paper_profile())        # nothing half-learned
+            assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_an_empty_library_says_how_to_add_a_first_entry(qtbot, make_window):
+    """Issue 14.14. Bug caught: a first start showed an empty table with no word on what to do;
+    the hint must also go once there is an entry, and not claim emptiness for a search with no hits."""
+    from app.library import LibraryDialog
+
+    w = make_window()
+    dialog = LibraryDialog(w)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    qtbot.waitUntil(lambda: dialog.empty_hint.isVisible(), timeout=WAIT)
+    assert "Add…" in dialog.empty_hint.text()
+    answer(qtbot, dialog, "add", lambda: dialog.add_chunk(values={
+        "text": "(555) 123-4567", "kind": "pii", "label": "phone", "contexts": ["You can reach me on"]}))
+    assert not dialog.empty_hint.isVisible() and len(dialog.chunks) == 1
+    answer(qtbot, dialog, "reload", lambda: dialog.search.setText("nothing like this") or True)
+    assert dialog.chunks == [] and not dialog.empty_hint.isVisible()
+    dialog.accept()

@@ -276,20 +276,3 @@ def test_spelling_is_underlined_corrected_and_learned(qtbot, window):
                for f in w.subject_edit.document().firstBlock().layout().formats())
     action(w, "View", "Check spelling").trigger()
     assert not w.settings.spell_check and not w.subject_edit.document().firstBlock().layout().formats()
-
-
-def test_an_empty_library_says_how_to_add_a_first_entry(qtbot, tmp_path):
-    """Issue 14.14. Bug caught: a first start showed an empty table with no word on what to do;
-    the hint must also go once there is an entry, and not claim emptiness for a search with no hits."""
-    from app.library import LibraryDialog
-
-    dialog = LibraryDialog(None, str(tmp_path / "library.db"))
-    qtbot.addWidget(dialog)
-    dialog.show()
-    assert dialog.empty_hint.isVisible() and "Add…" in dialog.empty_hint.text()
-    dialog.add_chunk(values={"text": "(555) 123-4567", "kind": "pii", "label": "phone",
-                             "contexts": ["You can reach me on"]})
-    assert not dialog.empty_hint.isVisible() and len(dialog.chunks) == 1
-    dialog.search.setText("nothing like this")
-    assert dialog.chunks == [] and not dialog.empty_hint.isVisible()
-    dialog.accept()

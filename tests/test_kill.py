@@ -27,12 +27,15 @@ def run_until_marker(code: str, tmp_path: Path, timeout: float = 120.0) -> None:
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
     try:
+        said = []
         for line in proc.stdout:
             if line.strip() == "KILL-ME":
                 os.kill(proc.pid, signal.SIGKILL)
                 break
+            said.append(line)
         else:
-            raise AssertionError(f"child ended without reaching the kill point: {proc.stderr.read()[-2000:]}")
+            raise AssertionError("child ended without reaching the kill point: "
+                                 f"{''.join(said)[-2000:]}{proc.stderr.read()[-2000:]}")
         proc.wait(timeout=timeout)
         assert proc.returncode == -signal.SIGKILL
     finally:
@@ -171,3 +174,63 @@ def test_kill_during_a_migration_leaves_a_store_that_opens(tmp_path):
         assert [c.text for c in store.list_chunks()] == ["+44 7700 900123"]
         assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert {"origin", "learned_at"} <= {r[1] for r in store.db.execute("PRAGMA table_info(contexts)")}
+
+
+@pytest.mark.parametrize("kill_in", ["the edit", "the mined write"])
+def test_kill_during_a_library_edit_made_while_mining(tmp_path, kill_in):
+    """Issue 12: the library edits through the model worker's lane, between the steps of a mining
+    run (one connection, no "locked" failure).  Killed inside the edit's transaction, or inside the
+    mining's after the edit went in: the store opens, passes integrity_check, holds the edit whole
+    (or not at all) and none of the mining."""
+    db = tmp_path / "chunks.db"
+    corpus = tmp_path / "sent"
+    corpus.mkdir()
+    from tests.test_distill import EMAILS
+
+    for i, text in enumerate(EMAILS):
+        (corpus / f"{i}.txt").write_text(text, encoding="utf-8")
+    with ChunkStore(db) as store:
+        phone = store.add_chunk("(555) 123-4567", "pii", ["Call me at"], label="phone")
+    run_until_marker(f"""
+        import time
+        from core import store as s
+        from app.worker import ModelWorker
+
+        def die(*a, **k):
+            print("KILL-ME", flush=True)
+            time.sleep(60)
+
+        if {kill_in!r} == "the edit":                     # inside its transaction: label and context changed
+            original_delete = s.ChunkStore._delete_contexts
+            def delete_then_die(self, ids):
+                original_delete(self, ids)
+                die()
+            s.ChunkStore._delete_contexts = delete_then_die
+
+        worker = ModelWorker()
+        worker.load({{"db_path": {str(db)!r}}})
+        assert worker.engine is not None and not worker.locked
+        # what the library dialog's Edit sends: one update, one transaction
+        worker.submit(1, lambda store: store.update_chunk({phone}, label="mobile", contexts=["Ring me on"]))
+        answers = []
+        worker.job_done.connect(lambda job, result: answers.append(job))
+        worker.job_failed.connect(lambda job, message, locked: print("EDIT FAILED", message, flush=True))
+        worker.learn_failed.connect(lambda message: print("LEARNING FAILED", message, flush=True))
+        original = s.ChunkStore._insert_knn
+        def checked(self, *a):                            # the mining's one transaction, chunks written
+            assert answers == [1], "the edit ran between mining steps, before the mined write"
+            die()
+        s.ChunkStore._insert_knn = checked
+        worker.learn({{"paths": [{str(corpus)!r}], "gamma": 0.5, "knn": True}})
+        print("NOT KILLED", flush=True)
+    """, tmp_path)
+    with ChunkStore(db) as store:
+        assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        kinds = sorted(c.kind for c in store.list_chunks())
+        assert store.db.execute("SELECT count(*) FROM knn_entries").fetchone()[0] == 0     # none of the mining
+        (chunk,) = [c for c in store.list_chunks() if c.id == phone]
+        assert kinds == ["pii"]                                                         # no mined chunk
+        if kill_in == "the edit":
+            assert chunk.label == "phone" and [c.text for c in chunk.contexts] == ["Call me at"]
+        else:
+            assert chunk.label == "mobile" and [c.text for c in chunk.contexts] == ["Ring me on"]
