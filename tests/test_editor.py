@@ -791,3 +791,34 @@ def test_an_empty_library_says_how_to_add_a_first_entry(qtbot, make_window):
     answer(qtbot, dialog, "reload", lambda: dialog.search.setText("nothing like this") or True)
     assert dialog.chunks == [] and not dialog.empty_hint.isVisible()
     dialog.accept()
+
+
+def test_the_library_answers_and_edits_while_learning_runs(qtbot, make_window, tmp_path):
+    """Issue 12 (one lane). Bug caught: the library opened its own connection, so an edit made while
+    Learn from my writing ran waited 5 s and failed with "locked by another Chunkwise instance";
+    or, with one lane, it would wait for the whole learning run."""
+    from app.library import LibraryDialog
+
+    w = make_window(with_pii=True)
+    mails = []
+    for i in range(40):
+        mail = tmp_path / f"sent{i}.txt"
+        mail.write_text(f"Hi Sam,\n\nThanks for the update on order {i}. I checked the numbers this morning and "
+                        "they look right to me. Let me know if anything changes before Friday.\n\nBest,\nJohn\n",
+                        encoding="utf-8")
+        mails.append(str(mail))
+    learned = qtbot.waitSignal(w.worker.learned, timeout=WAIT * 3)
+    with qtbot.waitSignal(w.worker.progress, timeout=WAIT,
+                          check_params_cb=lambda what, done, total: what.startswith("Learning") and 0 < done < total):
+        w.learn_from_writing(mails)
+    dialog = LibraryDialog(w)
+    qtbot.addWidget(dialog)
+    qtbot.waitUntil(lambda: len(dialog.chunks) == len(paper_profile()), timeout=WAIT)
+    cid = answer(qtbot, dialog, "add", lambda: dialog.add_chunk(values={
+        "text": "Kind regards, John", "kind": "snippet", "label": None, "contexts": ["Thanks again,"]}))
+    assert cid and any(c.id == cid for c in dialog.chunks)
+    assert w.progress.isVisible() and "Learning" in w.progress.format(), "the edit waited for the learning run"
+    learned.wait()
+    with ChunkStore(w.settings.db_path) as store:
+        kinds = [c.kind for c in store.list_chunks()]
+        assert "snippet" in kinds and "teacher" in kinds          # the edit and the learning, both kept
