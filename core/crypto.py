@@ -291,25 +291,27 @@ def new_file_key(salt: bytes) -> tuple[bytes, str]:
     return raw, "passphrase"
 
 
-def file_key(salt: bytes, opens: Callable[[bytes], bool]) -> tuple[bytes, str]:
-    """(raw key, source) that opens the existing store file whose salt is *salt*.
+def file_key(salt: bytes, opens: Callable[[bytes], bool]) -> tuple[bytes, str, bytes | None]:
+    """(raw key, source, upgrade) for the existing store file whose salt is *salt*.
 
     Tried in turn: the keychain's entry for this file, a key unlocked before in
     this process, then the passphrase (environment, dialog or prompt) with each
-    key scheme, newest first (a store made before N = 2^17 keeps its scheme).
-    *opens(raw)* says whether a key reads the file.  Raises StoreError saying
-    what to do when none does.
+    key scheme, newest first.  *opens(raw)* says whether a key reads the file.
+    *upgrade* is the current scheme's key from the same passphrase when an older
+    scheme opened it (N = 2^14): the store re-keys the file with it
+    (ChunkStore._upgrade_key), so a stolen copy costs the slow derivation to guess.
+    Raises StoreError saying what to do when no key opens the file.
     """
     raw = _keychain_key(salt.hex(), create=False)
     if raw is not None and opens(raw):
-        return raw, "keychain"
+        return raw, "keychain", None
     in_keychain = raw is not None
     if not os.environ.get("CHUNKWISE_PASSPHRASE"):
         with _lock:
             known = [_unlocked[(salt, s)] for s in KDF_ORDER if (salt, s) in _unlocked]
         for raw in known:
             if opens(raw):
-                return raw, "passphrase"
+                return raw, "passphrase", None
     passphrase, typed = _given_passphrase(False)
     if passphrase is None:
         raise StoreError(
@@ -322,9 +324,10 @@ def file_key(salt: bytes, opens: Callable[[bytes], bool]) -> tuple[bytes, str]:
     for scheme in KDF_ORDER:
         raw = _key_from(passphrase, typed, salt, scheme)
         if opens(raw):
+            upgrade = _key_from(passphrase, typed, salt, KDF_NEW) if scheme != KDF_NEW else None
             if typed:
-                _keep_unlocked(salt, scheme, raw)
-            return raw, "passphrase"
+                _keep_unlocked(salt, KDF_NEW if upgrade else scheme, upgrade or raw)
+            return raw, "passphrase", upgrade
     raise StoreError("Wrong passphrase for this chunk store (or the file was damaged): it cannot be decrypted.")
 
 

@@ -99,6 +99,17 @@ def encrypt_file(path: str, key: bytes, salt: bytes) -> None:
     The plain file's log is checkpointed into it first, so nothing is left behind
     in a ``-wal`` that would outlive the rename.
     """
+    _replace_with_copy(path, sqlite.connect(str(path), timeout=5.0), key, salt, expect=("plain", None))
+
+
+def rekey_file(path: str, old_key: bytes, new_key: bytes, salt: bytes, meta: dict[str, str]) -> None:
+    """Re-encrypt the store at *path* from *old_key* to *new_key* (same salt), writing *meta* rows
+    into the copy, all or nothing (as :func:`encrypt_file`: a copy, flushed, renamed over it)."""
+    _replace_with_copy(path, connect(path, old_key), new_key, salt, expect=("encrypted", salt), meta=meta)
+
+
+def _replace_with_copy(path: str, source, key: bytes, salt: bytes, expect: tuple, meta: dict | None = None) -> None:
+    """Write *source* (a connection to *path*) into a copy keyed with *key*, then rename it over *path*."""
     import tempfile
 
     target = Path(path)
@@ -107,25 +118,26 @@ def encrypt_file(path: str, key: bytes, salt: bytes) -> None:
     fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".encrypting", dir=target.parent)
     os.close(fd)
     tmp = Path(name)
-    plain = sqlite.connect(str(target), timeout=5.0)
     try:
-        plain.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        plain.execute(f"ATTACH DATABASE ? AS sealed KEY \"x'{key.hex()}{salt.hex()}'\"", (str(tmp),))
+        source.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        source.execute(f"ATTACH DATABASE ? AS sealed KEY \"x'{key.hex()}{salt.hex()}'\"", (str(tmp),))
         for setting in CIPHER_SETTINGS:
-            plain.execute(f"PRAGMA sealed.{setting}")
-        plain.execute("SELECT sqlcipher_export('sealed')")
-        plain.commit()
-        plain.execute("DETACH DATABASE sealed")
+            source.execute(f"PRAGMA sealed.{setting}")
+        source.execute("SELECT sqlcipher_export('sealed')")
+        for k, v in (meta or {}).items():
+            source.execute("INSERT OR REPLACE INTO sealed.meta (key, value) VALUES (?, ?)", (k, v))
+        source.commit()
+        source.execute("DETACH DATABASE sealed")
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
-        if file_state(target)[0] != "plain":              # another Chunkwise converted it meanwhile
-            raise OperationalError("the store was encrypted by another Chunkwise meanwhile")
+        if file_state(target) != expect:              # another Chunkwise converted it meanwhile
+            raise OperationalError("the store was re-encrypted by another Chunkwise meanwhile")
         os.replace(tmp, target)
     except BaseException:
-        plain.close()
+        source.close()
         tmp.unlink(missing_ok=True)
         raise
-    plain.close()
+    source.close()
     for side in ("-wal", "-shm", "-journal"):
         Path(f"{target}{side}").unlink(missing_ok=True)
     try:

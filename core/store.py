@@ -319,12 +319,33 @@ class ChunkStore:
             except database.WrongKey:
                 return False
 
-        raw, source = crypto.file_key(salt, opens)
+        raw, source, upgrade = crypto.file_key(salt, opens)
+        if upgrade is not None:
+            raw = self._upgrade_key(raw, upgrade, salt)
         try:
             return database.connect(self.path, raw), (raw, salt, source, False)
         except database.WrongKey:       # the file was replaced between the two opens
             raise StoreError(f"The chunk store {self.path} changed while it was being opened; open it again.") \
                 from None
+
+    def _upgrade_key(self, old: bytes, new: bytes, salt: bytes) -> bytes:
+        """A store keyed with an older, faster scrypt (N = 2^14): the file re-encrypted with the current
+        scheme's key, all or nothing; the key that sealed its values inside (PII, token ids, index
+        files) goes in with it as the store's data key, read only through the file's new key.
+        Returns the key that now opens the file (the old one if re-keying failed: it still opens)."""
+        meta = {"data_key": base64.b64encode(old).decode()}
+        conn = database.connect(self.path, old)
+        try:
+            rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        finally:
+            conn.close()
+        if rows.get("data_key"):
+            meta = {}                            # sealed with an earlier data key: keep that one
+        try:
+            database.rekey_file(self.path, old, new, salt, meta)
+        except (database.Error, OSError):
+            return old                           # left as it was; tried again on the next open
+        return new
 
     def _encrypt_older_file(self) -> None:
         """A store made before file encryption (plain SQLite; its PII sealed with its meta key): bring
@@ -357,6 +378,8 @@ class ChunkStore:
         from . import crypto
 
         meta = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("data_key"):                 # the file was re-keyed; values inside keep their key
+            raw = base64.b64decode(meta["data_key"])
         if new or "key_kdf" not in meta and "key_check" not in meta:
             key = crypto.StoreKey(raw, source, crypto.KDF_NEW)
             with self.db.conn:

@@ -267,3 +267,39 @@ def test_values_sealed_before_places_were_bound_are_resealed_on_open(tmp_path):
     with ChunkStore(path) as store:
         (text,) = store.db.execute("SELECT text FROM chunks").fetchone()
         assert text.startswith(crypto.PLACED) and store.get_chunk(cid).text == PHONE
+
+
+def test_a_store_keyed_with_the_older_scrypt_is_rekeyed_on_open(tmp_path, monkeypatch, make_engine):
+    """Issue 12. Bugs caught: a store made with the fast N = 2^14 scrypt staying cheap to guess after
+    the upgrade; re-keying that loses or garbles its sealed values, or leaves a stray copy."""
+    from core import database
+
+    path = tmp_path / "chunks.db"
+    monkeypatch.setenv("CHUNKWISE_PASSPHRASE", "horse staple")
+    monkeypatch.setattr(crypto, "KDF_NEW", "v1")                 # made by an earlier Chunkwise
+    engine = make_engine(store=ChunkStore(path))
+    phone = engine.store.add_chunk(PHONE, "pii", ["Call me at"], label="phone")
+    engine.store.add_chunk("Kind regards, Dana", "snippet", ["Thanks again."])
+    engine.refresh()                                              # token ids sealed inside, an index file
+    tokens = [e.chunk_tokens for e in engine.store.valid_encodings(engine.model_id)]
+    engine.store.close()
+    monkeypatch.setattr(crypto, "KDF_NEW", "v2")
+    salt = raw_bytes(path)[:16]
+    older, newer = (crypto.derive("horse staple", salt, scheme) for scheme in ("v1", "v2"))
+    database.connect(str(path), older).close()                   # the fast scheme opens it ...
+    with ChunkStore(path) as store:
+        assert store.get_chunk(phone).text == PHONE
+    with pytest.raises(database.WrongKey):                        # ... and no longer does
+        database.connect(str(path), older)
+    database.connect(str(path), newer).close()
+    assert not list(tmp_path.glob(".*encrypting*"))
+    with ChunkStore(path) as store:                               # and it opens again, values intact
+        assert {c.text for c in store.list_chunks()} == {PHONE, "Kind regards, Dana"}
+        assert [c.text for c in store.list_chunks(search=PHONE[-4:])] == [PHONE]
+        assert [e.chunk_tokens for e in store.valid_encodings(engine.model_id)] == tokens
+    engine.use_store(ChunkStore(path))                            # the index sealed before opens, or is rebuilt
+    assert engine.matcher.chunk_info(phone)["text"] == PHONE and len(engine.matcher) == 2
+    engine.store.close()
+    monkeypatch.setenv("CHUNKWISE_PASSPHRASE", "a wrong one")
+    with pytest.raises(StoreError, match="Wrong passphrase"):
+        ChunkStore(path)

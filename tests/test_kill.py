@@ -234,3 +234,33 @@ def test_kill_during_a_library_edit_made_while_mining(tmp_path, kill_in):
             assert chunk.label == "phone" and [c.text for c in chunk.contexts] == ["Call me at"]
         else:
             assert chunk.label == "mobile" and [c.text for c in chunk.contexts] == ["Ring me on"]
+
+
+def test_kill_while_rekeying_an_older_store_leaves_it_whole(tmp_path, monkeypatch):
+    """Issue 12 (older stores migrate on open, all or nothing): killed with the re-keyed copy written
+    but not yet renamed over the store, the old store still opens with its passphrase, whole, and
+    is re-keyed on that open."""
+    from core import crypto, database
+
+    db = tmp_path / "chunks.db"
+    with monkeypatch.context() as patched:
+        patched.setattr(crypto, "KDF_NEW", "v1")                  # a store made with N = 2^14
+        with ChunkStore(db) as store:
+            phone = store.add_chunk("(555) 123-4567", "pii", ["Call me at"], label="phone")
+    run_until_marker("""
+        import os, time
+        from core import database
+        def replace_later(*a):
+            print("KILL-ME", flush=True)
+            time.sleep(60)
+        database.os.replace = replace_later
+        from core.store import ChunkStore
+        ChunkStore(%r)
+    """ % str(db), tmp_path)
+    salt = db.read_bytes()[:16]
+    passphrase = os.environ["CHUNKWISE_PASSPHRASE"]
+    database.connect(str(db), crypto.derive(passphrase, salt, "v1")).close()     # untouched: the old key
+    with ChunkStore(db) as store:
+        assert store.get_chunk(phone).text == "(555) 123-4567"
+        assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    database.connect(str(db), crypto.derive(passphrase, salt, "v2")).close()     # re-keyed on this open
