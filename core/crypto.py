@@ -328,6 +328,10 @@ def file_key(salt: bytes, opens: Callable[[bytes], bool]) -> tuple[bytes, str, b
             if typed:
                 _keep_unlocked(salt, KDF_NEW if upgrade else scheme, upgrade or raw)
             return raw, "passphrase", upgrade
+    if in_keychain or keychain_available():     # it may be keyed in a keychain, not by a passphrase at all
+        raise StoreError("Neither the passphrase given nor this system's keychain opens this chunk store. If "
+                         "it was made in a desktop session, open it there (its key is in that session's "
+                         "keychain); if it has a passphrase, check it.")
     raise StoreError("Wrong passphrase for this chunk store (or the file was damaged): it cannot be decrypted.")
 
 

@@ -151,7 +151,7 @@ def keychain(monkeypatch):
     keyring.set_keyring(previous)
 
 
-def test_keychain_holds_the_key_when_there_is_one(tmp_path, keychain):
+def test_keychain_holds_the_key_when_there_is_one(tmp_path, keychain, monkeypatch):
     path = tmp_path / "chunks.db"
     with ChunkStore(path) as store:
         store.add_chunk(PHONE, "pii", ["Call me at"], label="phone")
@@ -162,6 +162,10 @@ def test_keychain_holds_the_key_when_there_is_one(tmp_path, keychain):
     keychain.store.clear()                                     # the keychain entry is gone
     with pytest.raises(StoreError, match="keychain"):
         ChunkStore(path)
+    monkeypatch.setenv("CHUNKWISE_PASSPHRASE", "a passphrase it never had")
+    with pytest.raises(StoreError, match="keychain") as told:  # not "wrong passphrase": it has none
+        ChunkStore(path)
+    assert "Wrong passphrase" not in str(told.value)
 
 
 def test_an_older_keychain_store_is_encrypted_and_found_by_its_file(tmp_path, keychain):
