@@ -51,6 +51,7 @@ def run_app(argv: list[str] | None = None) -> int:
     from .passphrase import ask_passphrase
     from .settings import load_settings, settings_path
     from .window import ComposeWindow
+    from .worker import finish_worker_threads
 
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QGuiApplication
@@ -75,6 +76,7 @@ def run_app(argv: list[str] | None = None) -> int:
         QMessageBox.information(window, "Chunkwise settings", "\n".join(notes))
     code = app.exec()
     window.shutdown()
+    finish_worker_threads()              # a step that outlasted the window's second: let it end, never abort
     return code
 
 

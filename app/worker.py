@@ -96,9 +96,9 @@ class ModelWorker(QObject):
             engine = Engine(options.get("model_path") or None, self.store,
                             n_ctx=options.get("n_ctx", 2048), n_threads=options.get("threads") or None,
                             threshold=options.get("threshold", DEFAULT_THRESHOLD),
-                            progress=self._step("Measuring this model (once)"))
+                            progress=self._step("Measuring this model (once)", jobs=False))
             self.engine = engine
-            engine.refresh(progress=self._step("Encoding chunks"), cancelled=self._stopped)
+            engine.refresh(progress=self._step("Encoding chunks", jobs=False), cancelled=self._stopped)
             self.progress.emit("Loading model", 1, 1)
             self.loaded.emit({"model": engine.runtime.name, "contexts": len(engine.matcher),
                               "seconds": round(time.perf_counter() - start, 2)})
@@ -136,16 +136,17 @@ class ModelWorker(QObject):
         except ChunkwiseError as exc:
             self.unlock_failed.emit(str(exc))
             return
+        stand_in, self.store, self.locked = self.store, store, None    # store jobs from now on: the library
         try:
-            self.locked = None
             if self.engine is not None:
-                self.engine.use_store(store)
-            elif self.store is not None:
-                self.store.close()
-            self.store = store
+                self.engine.use_store(store, progress=self._step("Encoding chunks", jobs=False),
+                                      cancelled=self._stopped)
+            elif stand_in is not None:
+                stand_in.close()
             self.unlocked.emit(len(self.engine.matcher) if self.engine is not None else 0)
-        except ChunkwiseError as exc:
-            self.unlock_failed.emit(str(exc))
+        except ChunkwiseError as exc:        # opened, but not matched against: still usable, told why
+            self.store_failed.emit(str(exc))
+            self.unlocked.emit(0)
         self.run_jobs()
 
     def _close(self) -> None:
@@ -167,12 +168,14 @@ class ModelWorker(QObject):
     def _stopped(self) -> bool:
         return self._cancel.is_set() or self._stopping.is_set()
 
-    def _step(self, what: str):
+    def _step(self, what: str, jobs: bool = True):
         """A progress callback for a long job: shows progress, runs the library's queued store jobs
-        (so it answers during the job), and stops the job when the window closes."""
+        (so it answers during the job; not where the job writes the store in steps, as encoding
+        does: *jobs* False), and stops the job when the window closes."""
         def step(done: int, total: int) -> None:
             self.progress.emit(what, done, total)
-            self.run_jobs()
+            if jobs:
+                self.run_jobs()
             if self._stopping.is_set():
                 raise Cancelled(f"{what}: stopped, the window is closing.")
         return step
@@ -457,4 +460,11 @@ class WorkerThread:
 
 
 _finishing: list[WorkerThread] = []        # threads still ending after their window closed
+
+
+def finish_worker_threads(timeout_ms: int = 60_000) -> None:
+    """At exit: wait for model threads still ending a step (a model load has none inside it), so
+    their queued library edits are done and Qt never destroys a running thread."""
+    for worker_thread in list(_finishing):
+        worker_thread.thread.wait(timeout_ms)
 

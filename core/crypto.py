@@ -75,11 +75,15 @@ def set_prompt(prompt: PassphrasePrompt | None) -> None:
 class StoreKey:
     """One store's key: encrypts text and blobs, and fingerprints PII without revealing it."""
 
-    def __init__(self, key: bytes, source: str, scheme: str = KDF_NEW):
+    def __init__(self, key: bytes, source: str, scheme: str = KDF_NEW, files: bytes | None = None):
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
         self._aead = AESGCM(key)
-        self.raw = key                               # also the store file's key (core/database.py)
+        # Files beside the store (the index) are sealed with the store file's own key: after a re-key
+        # (*files* is the new file key, *key* the data key the values inside keep) nothing outside the
+        # file can be checked against passphrase guesses at the older, faster scheme's cost.
+        self._file_aead = AESGCM(files) if files is not None else self._aead
+        self.raw = key                               # the store file's key too, unless the file was re-keyed
         self._mac_key = mac_key(key, scheme)
         self.source = source                         # "keychain" or "passphrase"
 
@@ -131,7 +135,7 @@ class StoreKey:
         out = [FILE_MAGIC, struct.pack("<I", count)]
         for i in range(count):
             nonce = secrets.token_bytes(12)
-            sealed = self._aead.encrypt(nonce, view[i * FRAME:(i + 1) * FRAME], _frame_aad(purpose, i, count))
+            sealed = self._file_aead.encrypt(nonce, view[i * FRAME:(i + 1) * FRAME], _frame_aad(purpose, i, count))
             out += [struct.pack("<Q", len(sealed)), nonce, sealed]
         return b"".join(out)
 
@@ -149,7 +153,7 @@ class StoreKey:
                 nonce, sealed = view[at + 8:at + 20], view[at + 20:at + 20 + size]
                 if len(sealed) != size:
                     raise ValueError("cut short")
-                parts.append(self._aead.decrypt(bytes(nonce), sealed, _frame_aad(purpose, i, count)))
+                parts.append(self._file_aead.decrypt(bytes(nonce), sealed, _frame_aad(purpose, i, count)))
                 at += 20 + size
             if at != len(view):
                 raise ValueError("trailing data")
@@ -329,9 +333,9 @@ def file_key(salt: bytes, opens: Callable[[bytes], bool]) -> tuple[bytes, str, b
                 _keep_unlocked(salt, KDF_NEW if upgrade else scheme, upgrade or raw)
             return raw, "passphrase", upgrade
     if in_keychain or keychain_available():     # it may be keyed in a keychain, not by a passphrase at all
-        raise StoreError("Neither the passphrase given nor this system's keychain opens this chunk store. If "
-                         "it was made in a desktop session, open it there (its key is in that session's "
-                         "keychain); if it has a passphrase, check it.")
+        raise StoreError("Wrong passphrase for this chunk store, or a store whose key is in another desktop "
+                         "session's keychain (this system's keychain does not have it): check the passphrase, "
+                         "or open the store in the session where it was made.")
     raise StoreError("Wrong passphrase for this chunk store (or the file was damaged): it cannot be decrypted.")
 
 

@@ -18,6 +18,7 @@ is the scrypt salt of a passphrase store, so one file is the whole store.
 """
 from __future__ import annotations
 
+import glob
 import os
 from pathlib import Path
 
@@ -108,11 +109,25 @@ def rekey_file(path: str, old_key: bytes, new_key: bytes, salt: bytes, meta: dic
     _replace_with_copy(path, connect(path, old_key), new_key, salt, expect=("encrypted", salt), meta=meta)
 
 
+def _remove_stale_copies(target: Path, age_s: float = 3600.0) -> None:
+    """Copies left by a conversion that was killed before its rename: a whole (encrypted) library
+    each, and one more per failed try.  An hour old is no other Chunkwise's copy in progress."""
+    import time
+
+    for stale in target.parent.glob(f".{glob.escape(target.name)}.*.encrypting"):
+        try:
+            if time.time() - stale.stat().st_mtime > age_s:
+                stale.unlink()
+        except OSError:
+            pass
+
+
 def _replace_with_copy(path: str, source, key: bytes, salt: bytes, expect: tuple, meta: dict | None = None) -> None:
     """Write *source* (a connection to *path*) into a copy keyed with *key*, then rename it over *path*."""
     import tempfile
 
     target = Path(path)
+    _remove_stale_copies(target)
     # A name of its own (owner-only from birth): a second Chunkwise converting the same store at the
     # same moment writes its own copy and never touches this one.
     fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".encrypting", dir=target.parent)

@@ -384,7 +384,8 @@ class Engine:
         self.refresh()
         return counts
 
-    def use_store(self, store: ChunkStore) -> int:
+    def use_store(self, store: ChunkStore, progress: Progress | None = None,
+                  cancelled: Callable[[], bool] | None = None) -> int:
         """Match against *store* from now on (a library unlocked after start), closing the one used
         so far; the model stays loaded.  Returns the number of contexts encoded for it."""
         old, self.store = self.store, store
@@ -392,10 +393,10 @@ class Engine:
         self.model_id = store.model_id(rt.identity, rt.name, rt.n_embd)
         self._refreshed, self._knn = False, None
         if self._matcher is not None:      # measured for the store used so far: kept in this one too
-            self._slot_classifier(self._model_stats(None), None)
+            self._slot_classifier(self._model_stats(None), None)     # (cached: this only saves them)
         if old is not store:
             old.close()
-        return self.refresh(self._progress)
+        return self.refresh(progress, cancelled)
 
     def close(self) -> None:
         self.runtime.close()

@@ -14,6 +14,7 @@ model's identity because vectors from one model mean nothing to another.
 from __future__ import annotations
 
 import base64
+import glob
 import hashlib
 import os
 import re
@@ -345,6 +346,8 @@ class ChunkStore:
             database.rekey_file(self.path, old, new, salt, meta)
         except (database.Error, OSError):
             return old                           # left as it was; tried again on the next open
+        for index_file in Path(self.path).parent.glob(f"{glob.escape(Path(self.path).name)}.*.hnsw*"):
+            index_file.unlink(missing_ok=True)   # sealed with the old key: rebuilt, sealed with the new one
         return new
 
     def _encrypt_older_file(self) -> None:
@@ -378,8 +381,9 @@ class ChunkStore:
         from . import crypto
 
         meta = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
+        files = None
         if meta.get("data_key"):                 # the file was re-keyed; values inside keep their key
-            raw = base64.b64decode(meta["data_key"])
+            raw, files = base64.b64decode(meta["data_key"]), raw
         if new or "key_kdf" not in meta and "key_check" not in meta:
             key = crypto.StoreKey(raw, source, crypto.KDF_NEW)
             with self.db.conn:
@@ -388,7 +392,7 @@ class ChunkStore:
                              "key_check": key.encrypt_text(crypto.CHECK_PLAINTEXT)}.items():
                     self.db.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (k, v))
             return key
-        key = crypto.StoreKey(raw, source, meta.get("key_kdf", "v1"))
+        key = crypto.StoreKey(raw, source, meta.get("key_kdf", "v1"), files=files)
         try:
             ok = key.decrypt_text(meta.get("key_check", "")) == crypto.CHECK_PLAINTEXT
         except StoreError:

@@ -259,8 +259,11 @@ def test_kill_while_rekeying_an_older_store_leaves_it_whole(tmp_path, monkeypatc
     """ % str(db), tmp_path)
     salt = db.read_bytes()[:16]
     passphrase = os.environ["CHUNKWISE_PASSPHRASE"]
+    (stale,) = tmp_path.glob(".chunks.db.*.encrypting")            # the killed run's whole copy ...
+    os.utime(stale, (stale.stat().st_atime - 7200, stale.stat().st_mtime - 7200))
     database.connect(str(db), crypto.derive(passphrase, salt, "v1")).close()     # untouched: the old key
     with ChunkStore(db) as store:
         assert store.get_chunk(phone).text == "(555) 123-4567"
         assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     database.connect(str(db), crypto.derive(passphrase, salt, "v2")).close()     # re-keyed on this open
+    assert not stale.exists()                                      # ... removed by the next conversion
