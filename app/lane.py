@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt
 
 from core import ChunkStore
 
@@ -26,8 +26,6 @@ OnError = Callable[[str, bool], None]          # message, whether the library is
 
 class StoreLane(QObject):
     """Submits store jobs to the worker and routes each answer to the callbacks given with it."""
-
-    idle = Signal()                            # no job waiting for its answer (tests, progress)
 
     def __init__(self, worker):
         super().__init__()
@@ -59,14 +57,8 @@ class StoreLane(QObject):
         on_done, _ = self._waiting.pop(job_id, (None, None))
         if on_done is not None:
             on_done(result)
-        self._maybe_idle()
 
     def _failed(self, job_id: int, message: str, locked: bool) -> None:
         _, on_error = self._waiting.pop(job_id, (None, None))
         if on_error is not None:
             on_error(message, locked)
-        self._maybe_idle()
-
-    def _maybe_idle(self) -> None:
-        if not self._waiting:
-            self.idle.emit()

@@ -133,8 +133,6 @@ class LaneDialog(QDialog):
                 return
             if locked:
                 self._locked(message)
-            elif what == "reload":
-                self.banner_message(message)
             else:
                 QMessageBox.warning(self, title, message)
             self.answered.emit(what, None)
@@ -144,9 +142,6 @@ class LaneDialog(QDialog):
 
     def _locked(self, message: str) -> None:
         self.locked = message
-
-    def banner_message(self, message: str) -> None:
-        QMessageBox.warning(self, self.windowTitle(), message)
 
     def _store_changed(self) -> None:
         """Matching follows the change: the worker re-encodes what changed."""

@@ -724,6 +724,18 @@ def test_suggestions_end_at_a_natural_end_unless_turned_off_in_settings(qtbot, m
     assert w.last_stats["stop_reason"] == "end"
 
 
+def sent_mails(folder, count: int = 40) -> list[str]:
+    """*count* short sent emails as files: enough for learning or tuning to run several steps."""
+    mails = []
+    for i in range(count):
+        mail = folder / f"sent{i}.txt"
+        mail.write_text(f"Hi Sam,\n\nThanks for the update on order {i}. I checked the numbers this morning and "
+                        "they look right to me. Let me know if anything changes before Friday.\n\nBest,\nJohn\n",
+                        encoding="utf-8")
+        mails.append(str(mail))
+    return mails
+
+
 # Loading is not among them: opening the store (scrypt) and the model file are single steps of
 # about 0.7 s here, with nothing to stop inside; the window does not wait past its second for them.
 LONG_JOBS = ["learning", "tuning", "threshold profile"]
@@ -737,13 +749,7 @@ def test_closing_the_window_during_a_long_job_ends_the_model_thread_within_a_sec
     without a limit); a job cut short leaving half its work in the store."""
     from app.settings_dialog import SettingsDialog
 
-    mails = []
-    for i in range(40):
-        mail = tmp_path / f"sent{i}.txt"
-        mail.write_text(f"Hi Sam,\n\nThanks for the update on order {i}. I checked the numbers this morning and "
-                        "they look right to me. Let me know if anything changes before Friday.\n\nBest,\nJohn\n",
-                        encoding="utf-8")
-        mails.append(str(mail))
+    mails = sent_mails(tmp_path)
     w = make_window(with_pii=True)
     started = qtbot.waitSignal(w.worker.progress, timeout=WAIT,
                                check_params_cb=lambda what, done, total: 0 < done < total)
@@ -795,13 +801,7 @@ def test_the_library_answers_and_edits_while_learning_runs(qtbot, make_window, t
     from app.library import LibraryDialog
 
     w = make_window(with_pii=True)
-    mails = []
-    for i in range(40):
-        mail = tmp_path / f"sent{i}.txt"
-        mail.write_text(f"Hi Sam,\n\nThanks for the update on order {i}. I checked the numbers this morning and "
-                        "they look right to me. Let me know if anything changes before Friday.\n\nBest,\nJohn\n",
-                        encoding="utf-8")
-        mails.append(str(mail))
+    mails = sent_mails(tmp_path)
     learned = qtbot.waitSignal(w.worker.learned, timeout=WAIT * 3)
     with qtbot.waitSignal(w.worker.progress, timeout=WAIT,
                           check_params_cb=lambda what, done, total: what.startswith("Learning") and 0 < done < total):
