@@ -8,15 +8,15 @@ taking a suggestion cancels them, as it cancels the suggestion itself.  The stat
 "2/3" while there is more than one.
 
 >>> alts = Alternatives()
->>> alts.start("body@7", [GhostPiece(" a")])
->>> alts.add([GhostPiece(" b")]), alts.add([GhostPiece(" a")]), alts.add([GhostPiece(" ")]), alts.label()
+>>> alts.start("body@7", [Piece(" a")])
+>>> alts.add([Piece(" b")]), alts.add([Piece(" a")]), alts.add([Piece(" ")]), alts.label()
 (True, False, False, '1/2')
 >>> alts.step(1)[0].text, alts.label(), alts.step(1)[0].text
 (' b', '2/2', ' a')
 """
 from __future__ import annotations
 
-from .ghost import GhostPiece
+from core import Piece
 
 ALTERNATIVES = 2      # beside the best suggestion
 MAX_RANK = 4          # first tokens tried at most (an empty or repeated alternative is skipped)
@@ -37,14 +37,14 @@ class Alternatives:
         self.clear()
 
     def clear(self) -> None:
-        self.options: list[list[GhostPiece]] = []
+        self.options: list[list[Piece]] = []
         self.index = 0
         self.place = None           # (editor, anchor) the options belong to
         self.next_rank = 0          # the first token rank the next alternative starts with
         self.request_id = -1        # the alternative being worked out, if any
-        self.pending: list[GhostPiece] = []
+        self.pending: list[Piece] = []
 
-    def start(self, place, pieces: list[GhostPiece]) -> None:
+    def start(self, place, pieces: list[Piece]) -> None:
         self.clear()
         self.place = place
         self.options = [list(pieces)]
@@ -53,7 +53,7 @@ class Alternatives:
     def count(self) -> int:
         return len(self.options)
 
-    def add(self, pieces: list[GhostPiece]) -> bool:
+    def add(self, pieces: list[Piece]) -> bool:
         """Keep an alternative unless it is empty or says what one already known says."""
         text = "".join(p.text for p in pieces)
         if not text.strip() or any(text.rstrip() == "".join(p.text for p in o).rstrip() for o in self.options):
@@ -64,7 +64,7 @@ class Alternatives:
     def wants_more(self) -> bool:
         return self.place is not None and self.count < 1 + ALTERNATIVES and self.next_rank < MAX_RANK
 
-    def step(self, delta: int) -> list[GhostPiece]:
+    def step(self, delta: int) -> list[Piece]:
         self.index = (self.index + delta) % self.count
         return self.options[self.index]
 

@@ -12,15 +12,23 @@ Keys, as in the tools people know:
   Esc         dismiss
   typing the suggestion's own next characters consumes them, without a new request
   any other key cancels the running suggestion
+
+Each thing the user does says one thing to the window, once: ``edited`` when
+the text changed (the window cancels the suggestion and re-arms its typing
+pause), ``interrupted`` when the suggestion was dropped without a change (a
+click, an arrow key, focus leaving, the cursor moved away), nothing when typed
+characters consumed the ghost text.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from PySide6.QtCore import QEvent, QRect, Qt, Signal
 from PySide6.QtGui import QAction, QFontMetricsF, QKeyEvent, QPainter, QPalette, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import QPlainTextEdit, QToolTip
+
+from core import Piece
 
 from .theme import colours
 from .words import kind_name
@@ -31,31 +39,17 @@ NOT_TYPED = QTextFormat.UserProperty + 3       # text that came from a suggestio
 _NEXT_WORD = re.compile(r"\s*\S+")
 
 
-@dataclass
-class GhostPiece:
-    text: str
-    source: str = "model"
-    chunk_id: int | None = None
-    label: str | None = None
-    kind: str | None = None
-    similarity: float | None = None
-
-    @property
-    def from_chunk(self) -> bool:
-        return self.source == "chunk"
-
-
 class GhostTextEdit(QPlainTextEdit):
     """QPlainTextEdit plus ghost text; emits what the user does with it."""
 
-    accepted = Signal(list)        # the GhostPieces taken into the document
+    accepted = Signal(list)        # the Pieces taken into the document
     dismissed = Signal()           # Esc: the pieces turned down are in last_dismissed
-    interrupted = Signal()         # a key that is not the suggestion: cancel generation
+    interrupted = Signal()         # the suggestion was dropped and the text did not change: cancel generation
     tab_waiting = Signal()         # Tab with no suggestion on screen yet (a body never gets a tab character)
-    edited = Signal()              # the user changed the text (not by accepting ghost text)
+    edited = Signal()              # the user changed the text (not by accepting ghost text): cancel and re-arm
 
     def __init__(self, parent=None, single_line: bool = False):
-        self.last_dismissed: list[GhostPiece] = []
+        self.last_dismissed: list[Piece] = []
         super().__init__(parent)
         self.single_line = single_line
         if single_line:
@@ -65,15 +59,17 @@ class GhostTextEdit(QPlainTextEdit):
             self.setTabChangesFocus(True)
             height = int(QFontMetricsF(self.font()).lineSpacing() + 2 * self.document().documentMargin() + 6)
             self.setFixedHeight(height)
-        self.pieces: list[GhostPiece] = []
+        self.pieces: list[Piece] = []
         self.anchor = -1               # cursor position the ghost text belongs to
         self.marks_visible = True
         self.colours = colours(self.palette())   # follows the theme: see changeEvent
         self.spelling = None                     # a SpellHighlighter once check_spelling() is called
         self._internal = False
-        self._hit_rects: list[tuple[QRect, GhostPiece]] = []
+        self._handling: list[int] | None = None   # edits seen while Qt handles a key or click (see _handle)
+        self._hit_rects: list[tuple[QRect, Piece]] = []
         self.setMouseTracking(True)
         self.document().contentsChange.connect(self._on_contents_change)
+        self.cursorPositionChanged.connect(self._on_cursor_moved)
 
     # ------------------------------------------------------------ ghost state
 
@@ -90,13 +86,13 @@ class GhostTextEdit(QPlainTextEdit):
         self.anchor = self.textCursor().position()
         self.viewport().update()
 
-    def add_ghost(self, piece: GhostPiece) -> None:
+    def add_ghost(self, piece: Piece) -> None:
         if self.anchor != self.textCursor().position():
             return                      # the cursor moved: this suggestion is stale
         if self.single_line and "\n" in piece.text:
             piece = replace(piece, text=piece.text.split("\n", 1)[0])
         if self.pieces and self.pieces[-1].source == piece.source == "model":
-            self.pieces[-1] = GhostPiece(self.pieces[-1].text + piece.text)
+            self.pieces[-1] = replace(self.pieces[-1], text=self.pieces[-1].text + piece.text)
         elif piece.text:
             self.pieces.append(piece)
         self.viewport().update()
@@ -116,7 +112,7 @@ class GhostTextEdit(QPlainTextEdit):
 
     # ------------------------------------------------------------ accepting
 
-    def accept_ghost(self, upto: int | None = None) -> list[GhostPiece]:
+    def accept_ghost(self, upto: int | None = None) -> list[Piece]:
         """Insert the first *upto* characters of the ghost text (all by default)."""
         if not self.has_ghost():
             return []
@@ -140,13 +136,13 @@ class GhostTextEdit(QPlainTextEdit):
         self.accepted.emit(taken)
         return taken
 
-    def accept_next_word(self) -> list[GhostPiece]:
+    def accept_next_word(self) -> list[Piece]:
         """Ctrl+Right: the next word of the suggestion with the space before it; a suggestion that is
         only spaces so far has no word to take yet."""
         m = _NEXT_WORD.match(self.ghost_text)
         return self.accept_ghost(m.end()) if m else []
 
-    def _format_for(self, piece: GhostPiece) -> QTextCharFormat:
+    def _format_for(self, piece: Piece) -> QTextCharFormat:
         fmt = QTextCharFormat()
         fmt.setProperty(NOT_TYPED, True)
         if piece.from_chunk:
@@ -275,7 +271,8 @@ class GhostTextEdit(QPlainTextEdit):
                 return
             if key not in (Qt.Key_Shift, Qt.Key_Control, Qt.Key_Alt, Qt.Key_Meta):
                 self.clear_ghost()
-                self.interrupted.emit()
+                self._handle(lambda: super(GhostTextEdit, self).keyPressEvent(event))
+                return
         elif self.single_line and event.key() in (Qt.Key_Return, Qt.Key_Enter):
             self.focusNextChild()
             return
@@ -285,7 +282,7 @@ class GhostTextEdit(QPlainTextEdit):
             return
         super().keyPressEvent(event)
 
-    def _split(self, n: int) -> tuple[list[GhostPiece], list[GhostPiece]]:
+    def _split(self, n: int) -> tuple[list[Piece], list[Piece]]:
         """The ghost pieces cut after *n* characters: (first part, rest), sources kept."""
         taken, rest, used = [], [], 0
         for p in self.pieces:
@@ -297,14 +294,36 @@ class GhostTextEdit(QPlainTextEdit):
             used += len(p.text)
         return taken, rest
 
+    def _handle(self, qt_default) -> None:
+        """Let Qt handle a key or click that dropped the suggestion, then say once what it did:
+        ``edited`` if it changed the text, else ``interrupted``."""
+        self._handling = [0]
+        try:
+            qt_default()
+        finally:
+            edits, self._handling = self._handling[0], None
+        (self.edited if edits else self.interrupted).emit()
+
     def _on_contents_change(self, position: int, removed: int, added: int) -> None:
-        if not self._internal and (removed or added):
+        if self._internal or not (removed or added):
+            return
+        if self._handling is not None:
+            self._handling[0] += 1          # said once, when the key or click is handled
+        else:
             self.edited.emit()
+
+    def _on_cursor_moved(self) -> None:
+        """The cursor left the suggestion's place some other way (the window moved it, a drag): drop it."""
+        if self.pieces and self.anchor != self.textCursor().position() and not self._internal \
+                and self._handling is None:
+            self.clear_ghost()
+            self.interrupted.emit()
 
     def mousePressEvent(self, event) -> None:
         if self.pieces:
             self.clear_ghost()
-            self.interrupted.emit()
+            self._handle(lambda: super(GhostTextEdit, self).mousePressEvent(event))
+            return
         super().mousePressEvent(event)
 
     # ------------------------------------------------------------ spelling

@@ -12,12 +12,12 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QDialog, QFileDialog, QFormLayout, QLabel, QLineEdit, QMainWindow, QMessageBox,
                                QProgressBar, QPushButton, QVBoxLayout, QWidget)
 
-from core import GenerationRequest
+from core import GenerationRequest, Piece
 
 from .alternatives import Alternatives, trim_start
 from .drafts import DraftFile
 from .email_actions import EmailActions
-from .ghost import GhostPiece, GhostTextEdit
+from .ghost import GhostTextEdit
 from .help import show_help
 from .lane import StoreLane
 from .spelling import Speller, default_words_file
@@ -153,7 +153,7 @@ class ComposeWindow(QMainWindow, EmailActions):
             editor.dismissed.connect(lambda e=editor: self._on_dismissed(e))
             editor.accepted.connect(lambda pieces, e=editor: self._on_accepted(pieces, e))
             editor.tab_waiting.connect(lambda e=editor: self._on_early_tab(e))
-            editor.cursorPositionChanged.connect(lambda e=editor: self._on_cursor_moved(e))
+            editor.cursorPositionChanged.connect(self._show_alternatives)   # the "2/3" counter only
         self.to_edit.textEdited.connect(lambda _: self.cancel_suggestion())
         self.to_edit.textChanged.connect(lambda _: self._changed())
         for editor in (self.body_edit, self.subject_edit):
@@ -375,26 +375,31 @@ class ComposeWindow(QMainWindow, EmailActions):
 
     # ------------------------------------------------------------ suggestions
 
+    # One path per keystroke (app/ghost.py): typed characters that match the suggestion consume it and
+    # say nothing; any other change of the text says ``edited`` once (cancel, re-arm the pause); a key,
+    # click or cursor move that drops the suggestion without changing the text says ``interrupted`` once.
+
     def _on_edited(self, editor: GhostTextEdit) -> None:
         self.cancel_suggestion()
         self.current_editor = editor
         self._schedule()
 
-    def _on_cursor_moved(self, editor: GhostTextEdit) -> None:
-        if editor.pieces and editor.anchor != editor.textCursor().position():
-            editor.clear_ghost()
-            self.cancel_suggestion()
-        self._show_alternatives()
-
     def _schedule(self) -> None:
         self.debounce.start(self.settings.debounce_ms)
+
+    def _new_request_id(self) -> int:
+        """The one place request ids are made: the worker stops whatever it runs for an older one."""
+        request_id = next(self._ids)
+        if self.worker:
+            self.worker.latest = request_id
+        return request_id
 
     def cancel_suggestion(self) -> None:
         """Stop the running generation now; its pieces will not paint."""
         self._tab_waiting = False
-        self.current_id = next(self._ids)
+        self.current_id = -1
         if self.worker:
-            self.worker.latest = self.current_id
+            self.worker.latest = -1          # no request is current: the running one stops at its next token
         self.debounce.stop()
         self.alternatives.clear()
         self._show_alternatives()
@@ -414,8 +419,7 @@ class ComposeWindow(QMainWindow, EmailActions):
             stop = ["\n\n"]
             if self.settings.learn_while_writing:       # before the request: one lane, in order
                 self.request_observe.emit(before, editor.not_typed_ranges())
-        self.current_id = next(self._ids)
-        self.worker.latest = self.current_id
+        self.current_id = self._new_request_id()
         self.alternatives.clear()
         self._show_alternatives()
         self._lifted_space = lifted
@@ -428,18 +432,16 @@ class ComposeWindow(QMainWindow, EmailActions):
         self._last_request = request
         self.request_generation.emit(self.current_id, request)
 
-    def _on_piece(self, request_id: int, text: str, meta: dict) -> None:
+    def _on_piece(self, request_id: int, piece: Piece) -> None:
         editor = self.current_editor
         alternative = request_id == self.alternatives.request_id
         if (request_id != self.current_id and not alternative) or editor is None:
             return                       # stale: a newer request or a cancel came since
         shown = self.alternatives.pending if alternative else editor.pieces
         if not shown:
-            text = trim_start(text, self._lifted_space, self._at_line_start)
-            if not text:
+            piece = replace(piece, text=trim_start(piece.text, self._lifted_space, self._at_line_start))
+            if not piece.text:
                 return
-        piece = GhostPiece(text, meta.get("source", "model"), meta.get("chunk_id"), meta.get("label"),
-                           meta.get("kind"), meta.get("similarity"))
         if alternative:
             self.alternatives.pending.append(piece)        # kept for Alt+], not painted
         else:
@@ -484,9 +486,8 @@ class ComposeWindow(QMainWindow, EmailActions):
         if not alts.wants_more() or self._last_request is None or self.worker is None:
             alts.request_id = -1
             return
-        alts.request_id, alts.pending = next(self._ids), []
+        alts.request_id, alts.pending = self._new_request_id(), []   # typing makes a newer request: this one stops
         rank, alts.next_rank = alts.next_rank, alts.next_rank + 1
-        self.worker.latest = alts.request_id              # typing makes a newer request: this one stops
         self.request_generation.emit(alts.request_id, replace(self._last_request, first_rank=rank))
 
     def cycle_suggestion(self, step: int) -> None:

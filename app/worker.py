@@ -50,7 +50,7 @@ class ModelWorker(QObject):
 
     loaded = Signal(dict)                   # {"model": name, "contexts": n, "seconds": s}
     load_failed = Signal(str)
-    piece = Signal(int, str, dict)          # request id, text, {"source", "chunk_id", "kind", "label", "similarity"}
+    piece = Signal(int, object)             # request id, core.Piece (frozen: safe to hand across threads)
     finished = Signal(int, dict)            # request id, stats
     failed = Signal(int, str)
     progress = Signal(str, int, int)        # what, done, total
@@ -226,9 +226,7 @@ class ModelWorker(QObject):
                 if self.latest != request_id:
                     break
                 first = first or time.perf_counter()
-                self.piece.emit(request_id, piece.text, {
-                    "source": piece.source, "chunk_id": piece.chunk_id, "kind": piece.kind,
-                    "label": piece.label, "similarity": piece.similarity})
+                self.piece.emit(request_id, piece)
             stats = gen.stats.as_dict()
             stats["passes_saved"] = gen.stats.passes_saved
             stats["received_at"], stats["first_piece_at"] = received, first   # time.perf_counter()

@@ -140,10 +140,10 @@ def measure(session: dict, db_path: Path, tmp: Path, changes: dict | None = None
     class Arrivals(QObject):
         """Lives in the GUI thread, so the time is when a piece reaches the window."""
 
-        @Slot(int, str, dict)
-        def piece(self, rid, text, meta):
+        @Slot(int, object)
+        def piece(self, rid, piece):
             first.setdefault(rid, time.perf_counter())
-            chars[rid] = chars.get(rid, 0) + len(text)
+            chars[rid] = chars.get(rid, 0) + len(piece.text)
 
         @Slot(int, dict)
         def finished(self, rid, stats):

@@ -76,12 +76,12 @@ def main() -> int:
     class Observer(QObject):
         """Lives in the GUI thread, so its slots run there, as the window's own do."""
 
-        @Slot(int, str, dict)
-        def piece(self, rid, text, meta):
+        @Slot(int, object)
+        def piece(self, rid, piece):
             # What is on screen after each piece must be text the current request sent: a piece of
             # an older request (stale) or two requests spliced would show text the current one never sent.
-            emitted[rid] = emitted.get(rid, "") + text
-            original(rid, text, meta)
+            emitted[rid] = emitted.get(rid, "") + piece.text
+            original(rid, piece)
             shown = window.body_edit.ghost_text
             if shown:
                 painted[0] += 1

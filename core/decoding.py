@@ -56,6 +56,10 @@ class Piece:
     label: str | None = None
     similarity: float | None = None
 
+    @property
+    def from_chunk(self) -> bool:
+        return self.source == "chunk"
+
 
 @dataclass
 class Stats:

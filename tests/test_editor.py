@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 
 from app.settings import Settings, load_settings, save_settings  # noqa: E402
 from app.window import ComposeWindow, body_prompt  # noqa: E402
-from core import ChunkStore  # noqa: E402
+from core import ChunkStore, Piece  # noqa: E402
 from tests.conftest import paper_profile  # noqa: E402
 
 WAIT = 60_000
@@ -148,11 +148,55 @@ def test_a_stale_request_never_paints(qtbot, make_window):
     qtbot.waitUntil(lambda: w.current_id > 0 and bool(body.pieces), timeout=WAIT)
     old = w.current_id
     qtbot.keyClicks(body, " moved")                  # interrupts: a newer request wins
-    assert w.current_id > old and body.pieces == []
-    w._on_piece(old, " STALE", {"source": "model"})  # a late piece of the old request
+    assert w.current_id != old and body.pieces == []
+    w._on_piece(old, Piece(" STALE"))  # a late piece of the old request
     assert "STALE" not in body.ghost_text
     qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id, timeout=WAIT)
     assert "STALE" not in body.ghost_text and body.toPlainText().endswith(" moved")
+
+
+def test_each_user_action_on_a_suggestion_says_one_thing_once(qtbot):
+    """A key that is not the suggestion used to cancel twice (``interrupted``, then ``edited`` from the
+    document); now: a text change says ``edited`` once, a drop without a change ``interrupted`` once,
+    and typing the suggestion's own characters says nothing."""
+    from app.ghost import GhostTextEdit
+
+    editor = GhostTextEdit()
+    qtbot.addWidget(editor)
+    editor.show()
+    editor.setFocus()
+    said = []
+    editor.edited.connect(lambda: said.append("edited"))
+    editor.interrupted.connect(lambda: said.append("interrupted"))
+
+    def ghost(text=" world"):
+        cursor = editor.textCursor()
+        cursor.movePosition(cursor.MoveOperation.End)
+        editor.setTextCursor(cursor)
+        editor.start_ghost()
+        editor.add_ghost(Piece(text))
+        said.clear()
+
+    editor.setPlainText("Hello")
+    ghost()
+    qtbot.keyClicks(editor, " w")                   # the suggestion's own characters: consumed
+    assert said == [] and editor.ghost_text == "orld"
+    qtbot.keyClicks(editor, "x")                    # not the suggestion: the text changed
+    assert said == ["edited"] and editor.pieces == []
+    ghost()
+    qtbot.keyClick(editor, Qt.Key_Left)             # the suggestion dropped, the text unchanged
+    assert said == ["interrupted"]
+    ghost()
+    qtbot.keyClick(editor, Qt.Key_Backspace)
+    assert said == ["edited"] and editor.toPlainText() == "Hello wx"[:-1]
+    ghost()
+    cursor = editor.textCursor()
+    cursor.setPosition(0)
+    editor.setTextCursor(cursor)                    # moved away by the program (a menu action)
+    assert said == ["interrupted"] and editor.pieces == []
+    said.clear()
+    qtbot.keyClicks(editor, "A")                    # no suggestion on screen: an edit says so once
+    assert said == ["edited"]
 
 
 def test_slider_changes_the_engines_threshold(qtbot, make_window):
@@ -383,7 +427,7 @@ def test_editing_the_library_while_a_suggestion_streams(qtbot, make_window):
     w = make_window(with_pii=True, max_tokens=40)
     body = w.body_edit
     emitted: dict[int, str] = {}                         # what the worker sent, per request
-    w.worker.piece.connect(lambda rid, text, meta: emitted.__setitem__(rid, emitted.get(rid, "") + text))
+    w.worker.piece.connect(lambda rid, piece: emitted.__setitem__(rid, emitted.get(rid, "") + piece.text))
     body.setFocus()
     type_text(qtbot, body, "Hi Tom,\n\nThanks for the quick reply. If anything comes up, please give me a call at")
     qtbot.waitUntil(lambda: w.current_id > 0 and bool(body.pieces), timeout=WAIT)
@@ -472,7 +516,7 @@ def test_tab_before_the_suggestion_waits_for_it_and_never_types_a_tab(qtbot, mak
 def test_ctrl_right_takes_no_lone_space_and_a_blank_line_gets_no_extra_newline(qtbot, make_window):
     """Issues 14.3 and 14.4: Ctrl+Right accepted a ghost that was only a space; after a blank line
     the suggestion started one line lower and accepting it left three newlines."""
-    from app.ghost import GhostPiece
+
 
     w = make_window()
     body = w.body_edit
@@ -480,7 +524,7 @@ def test_ctrl_right_takes_no_lone_space_and_a_blank_line_gets_no_extra_newline(q
     type_text(qtbot, body, "Hi Tom")
     w.cancel_suggestion()
     body.start_ghost()
-    body.add_ghost(GhostPiece(" ", "model"))
+    body.add_ghost(Piece(" ", "model"))
     qtbot.keyClick(body, Qt.Key_Right, Qt.ControlModifier)
     assert body.toPlainText() == "Hi Tom" and body.ghost_text == " "
 
@@ -492,8 +536,8 @@ def test_ctrl_right_takes_no_lone_space_and_a_blank_line_gets_no_extra_newline(q
     w.cancel_suggestion()
     w.current_id = request                                  # keep the request current; the model's pieces are
     w.worker.latest = -1                                    # stopped, so only the ones sent below paint
-    w.worker.piece.emit(request, "\n", {"source": "model"})
-    w.worker.piece.emit(request, "I hope", {"source": "model"})
+    w.worker.piece.emit(request, Piece("\n"))
+    w.worker.piece.emit(request, Piece("I hope"))
     qtbot.waitUntil(lambda: body.ghost_text == "I hope", timeout=WAIT)     # queued to the GUI thread
     qtbot.keyClick(body, Qt.Key_Tab)
     assert body.toPlainText() == "Hi Tom,\n\nI hope"

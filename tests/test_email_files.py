@@ -13,7 +13,7 @@ from PySide6.QtGui import QGuiApplication  # noqa: E402
 from PySide6.QtWidgets import QFileDialog, QMessageBox  # noqa: E402
 
 from app.drafts import DraftFile, DraftFolder  # noqa: E402
-from app.ghost import GhostPiece  # noqa: E402
+from core import Piece  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.window import ComposeWindow  # noqa: E402
 
@@ -140,7 +140,7 @@ def test_library_text_keeps_its_highlight_after_a_restored_draft(qtbot, window):
     w.body_edit.setFocus()
     qtbot.keyClicks(w.body_edit, "Call me on")
     w.body_edit.start_ghost()
-    w.body_edit.add_ghost(GhostPiece(" (555) 123-4567", "chunk", 7, "phone", "pii", 0.8))
+    w.body_edit.add_ghost(Piece(" (555) 123-4567", "chunk", 7, "pii", "phone", 0.8))
     qtbot.keyClick(w.body_edit, Qt.Key_Tab)
     qtbot.keyClicks(w.body_edit, " after six.")
     marks = w.body_edit.chunk_marks()
@@ -203,7 +203,7 @@ def test_ghost_and_library_colours_follow_a_dark_theme(qtbot, window, monkeypatc
     body.setFocus()
     qtbot.keyClicks(body, "Call me on")
     body.start_ghost()
-    body.add_ghost(GhostPiece(" (555) 123-4567", "chunk", 7, "phone", "pii", 0.8))
+    body.add_ghost(Piece(" (555) 123-4567", "chunk", 7, "pii", "phone", 0.8))
     qtbot.keyClick(body, Qt.Key_Tab)
 
     def mark_background():
