@@ -56,6 +56,7 @@ def run_app(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QGuiApplication
 
+    from .resources import apply_resources
     from .theme import apply_desktop_theme
 
     if QApplication.instance() is None:     # fractional scale factors (150%) as the desktop sets them, not rounded
@@ -63,6 +64,7 @@ def run_app(argv: list[str] | None = None) -> int:
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv)
     app.setApplicationName("Chunkwise")
     apply_desktop_theme(app)
+    apply_resources(app)                 # icon and stylesheet; without them the editor still starts
     settings, notes = load_settings()
     if not ask_passphrase(store=settings.store_path()):
         notes.append("No passphrase given: the chunk store stays locked for this session; "
