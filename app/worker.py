@@ -22,7 +22,7 @@ import queue
 import threading
 import time
 import traceback
-from dataclasses import asdict, replace
+from dataclasses import asdict
 
 from PySide6.QtCore import QMetaObject, QObject, QThread, Qt, Signal, Slot
 
@@ -100,7 +100,7 @@ class ModelWorker(QObject):
             self.engine = engine
             engine.refresh(progress=self._step("Encoding chunks", jobs=False), cancelled=self._stopped)
             self.progress.emit("Loading model", 1, 1)
-            self.loaded.emit({"model": engine.runtime.name, "contexts": len(engine.matcher),
+            self.loaded.emit({"model": engine.model_name, "contexts": engine.contexts,
                               "seconds": round(time.perf_counter() - start, 2)})
             if self.locked:
                 self.store_locked.emit(self.locked)
@@ -143,7 +143,7 @@ class ModelWorker(QObject):
                                       cancelled=self._stopped)
             elif stand_in is not None:
                 stand_in.close()
-            self.unlocked.emit(len(self.engine.matcher) if self.engine is not None else 0)
+            self.unlocked.emit(self.engine.contexts if self.engine is not None else 0)
         except ChunkwiseError as exc:        # opened, but not matched against: still usable, told why
             self.store_failed.emit(str(exc))
             self.unlocked.emit(0)
@@ -219,8 +219,6 @@ class ModelWorker(QObject):
             return                           # stale before it started
         first = None
         try:
-            if request.knn and not self.engine.has_knn:
-                request = replace(request, knn=False)     # nothing learned yet: plain suggestions
             gen = self.engine.stream(request, cancelled=lambda: self.latest != request_id)
             for piece in gen:
                 if self.latest != request_id:
@@ -318,7 +316,7 @@ class ModelWorker(QObject):
         try:
             self.engine.refresh(progress=lambda d, t: self.progress.emit("Encoding chunks", d, t),
                                 cancelled=self._stopped)
-            self.store_ready.emit(len(self.engine.matcher))
+            self.store_ready.emit(self.engine.contexts)
         except ChunkwiseError as exc:
             self.store_failed.emit(str(exc))
 
@@ -360,7 +358,7 @@ class ModelWorker(QObject):
             self.progress.emit("Learning from your writing", 1, 1)
             self.learned.emit({"documents": result.report.documents, "new_chunks": result.new_chunks,
                                "new_contexts": result.new_contexts, "knn_entries": result.knn_rows,
-                               "contexts": len(self.engine.matcher)})
+                               "contexts": self.engine.contexts})
         except Cancelled as exc:             # the user pressed Cancel: a note, not a dialog
             self.progress.emit("Learning from your writing", 1, 1)
             self.store_failed.emit(str(exc))

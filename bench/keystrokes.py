@@ -89,7 +89,6 @@ def suggest(engine: Engine, before: str, rest: str, settings: Settings):
     """One suggestion at *before*, generated until it leaves *rest*: (text, chunk char mask, latency, finished)."""
     prompt, lifted = body_prompt(before)
     request = settings.suggestion_request(prompt)     # the editor's own request
-    request.knn = request.knn and engine.has_knn
     diverged = False
     t0 = time.perf_counter()
     generation = engine.stream(request, cancelled=lambda: diverged)

@@ -85,7 +85,6 @@ def learn(engine: Engine, persona: str) -> int:
 
 def run_case(engine: Engine, case: dict, settings: Settings) -> dict:
     request = settings.suggestion_request(body_prompt(case["text"]))     # the editor's own request
-    request.knn = request.knn and engine.has_knn
     t0 = time.perf_counter()
     out = engine.generate(request, record_use=False)
     model_text = "".join(out.text[i] for i in range(len(out.text))

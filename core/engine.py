@@ -68,7 +68,8 @@ class GenerationRequest:
     anchor_reduction: bool = False  # drop earlier sentences' KV at sentence ends (costs quality; long documents)
     anchor_keep: int | None = None  # leading prompt tokens kept whole; default: the whole chat prompt, or BOS
     draft_cap: int | None = None  # longest draft; None: the longest this build checks bit-exactly
-    knn: bool = False           # mix in the kNN-LM distribution of the user's mined writing (Engine.knn_settings)
+    knn: bool = False           # mix in the kNN-LM distribution of the user's mined writing (Engine.knn_settings),
+                                # once there is some: before anything is learned, plain suggestions and a notice
     guard_details: bool = True  # stop before a phone number, email, web or street address the model invents
     first_rank: int | None = None  # an alternative suggestion: start with the model's n-th likeliest token
                                    # (0 = its own top choice, no library chunk first); the editor's Alt+]
@@ -283,6 +284,16 @@ class Engine:
         return self._knn
 
     @property
+    def model_name(self) -> str:
+        """The loaded model file's name, for a status line."""
+        return self.runtime.name
+
+    @property
+    def contexts(self) -> int:
+        """How many stored chunk contexts matching can use now (0 while the library is locked or empty)."""
+        return len(self.matcher)
+
+    @property
     def has_knn(self) -> bool:
         return self._knn is not None or self.store.knn_count(self.model_id) > 0
 
@@ -349,8 +360,13 @@ class Engine:
                 self.refresh(self._progress)
             matcher = self.matcher
         drafter = self._chunk_drafts.fork() if (request.use_chunks and matcher is not None) else NGramDrafter()
-        decoder = Decoder(self.runtime, matcher, settings, cancelled, drafter,
-                          knn=self.knn if request.knn else None)
+        knn = None
+        if request.knn and self.has_knn:
+            knn = self.knn
+        elif request.knn:          # the one place this is decided: the editor, the CLI and the benches ask alike
+            notices.append("Nothing has been learned from your writing yet (Tools → Learn from my writing, or "
+                           "'chunkwise mine --knn --corpus ...'): suggestions come from the model alone.")
+        decoder = Decoder(self.runtime, matcher, settings, cancelled, drafter, knn=knn)
         generation = Generation(decoder, tokens, text, notices)
         generation.stats.truncated_tokens = dropped
         return generation

@@ -337,3 +337,19 @@ def test_a_single_document_teaches_nothing_beyond_the_model(make_engine):
     (out,) = corpus_teacher_confidence([scored], engine.matcher.stats, KnnSettings())
     assert np.array_equal(np.isnan(out), np.isnan(scored.logprob))
     assert np.allclose(out[~np.isnan(out)], scored.logprob[~np.isnan(out)])
+
+
+def test_predicting_from_writing_before_anything_is_learned_is_plain_and_says_so(make_engine):
+    """'Also predict from my writing' is on by default: before learning, the engine (not each caller)
+    falls back to the model alone and says why, instead of failing the suggestion."""
+    from core import GenerationRequest
+
+    engine = make_engine()
+    ask = dict(prompt="Hi Tom,\n\nThanks for the", max_tokens=8, use_chunks=False)
+    plain = engine.generate(GenerationRequest(**ask), record_use=False)
+    wanted = engine.generate(GenerationRequest(**ask, knn=True), record_use=False)
+    assert wanted.text == plain.text and not plain.notices
+    assert any("Nothing has been learned" in n for n in wanted.notices)
+    mine(engine, [Document(f"e{i}", t) for i, t in enumerate(EMAILS)], gamma=0.5, knn=True)
+    learned = engine.generate(GenerationRequest(**ask, knn=True), record_use=False)
+    assert not learned.notices
