@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from .errors import ChunkwiseError
@@ -65,10 +66,12 @@ def _common(parser: argparse.ArgumentParser, top: bool = False) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="chunkwise", description="Chunkwise: private autocomplete with your own chunks (CD-LM).")
     _common(parser, top=True)
+    parser.set_defaults(func=partial(_usage, parser))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     g = sub.add_parser("generate", help="continue a prompt (or follow an instruction with --chat)")
     _common(g)
+    g.set_defaults(func=cmd_generate)
     g.add_argument("prompt", help="the text to continue; '-' reads standard input")
     g.add_argument("--chat", action="store_true", help="treat PROMPT as an instruction, through the chat template")
     g.add_argument("--system", help="system message for --chat")
@@ -99,9 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("chunks", help="manage the chunk store")
     _common(c)
+    c.set_defaults(func=_chunks_without_action)
     csub = c.add_subparsers(dest="action", metavar="ACTION")
     a = csub.add_parser("add", help="add a chunk with its trigger contexts")
     _common(a)
+    a.set_defaults(func=cmd_chunks_add)
     a.add_argument("--kind", required=True, choices=KINDS)
     a.add_argument("--text", required=True)
     a.add_argument("--label")
@@ -109,26 +114,31 @@ def build_parser() -> argparse.ArgumentParser:
                    help="text that leads into the chunk (repeatable)")
     ls = csub.add_parser("list", help="list chunks (PII masked unless --reveal)")
     _common(ls)
+    ls.set_defaults(func=cmd_chunks_list)
     ls.add_argument("--json", action="store_true")
     ls.add_argument("--kind")
     ls.add_argument("--reveal", action="store_true", help="show PII values in the table")
     rm = csub.add_parser("remove", help="delete a chunk")
     _common(rm)
+    rm.set_defaults(func=cmd_chunks_remove)
     rm.add_argument("id", type=int)
     im = csub.add_parser("import", help="import chunks from a .json or .csv file (all or nothing)")
     _common(im)
+    im.set_defaults(func=cmd_chunks_import)
     im.add_argument("file")
     ex = csub.add_parser("export", help="export chunks to a .json or .csv file")
     _common(ex)
+    ex.set_defaults(func=cmd_chunks_export)
     ex.add_argument("file")
     ex.add_argument("--kind")
     ex.add_argument("--include-pii", action="store_true",
                     help="write real PII values (masked otherwise); the file is created owner-only")
     enc = csub.add_parser("encode", help="compute matching data for the model now (otherwise done on demand)")
     _common(enc)
+    enc.set_defaults(func=cmd_chunks_encode)
     from .cli_learn import add_parsers
 
-    add_parsers(sub, _common)
+    add_parsers(sub, _common, engine_factory=_engine, progress_factory=_Progress)
     return parser
 
 
@@ -198,53 +208,80 @@ def cmd_generate(args) -> int:
     return 0
 
 
-def cmd_chunks(args) -> int:
-    from .portable import export_file, import_file
+def _usage(parser: argparse.ArgumentParser, args) -> int:
+    """``chunkwise`` with no command: the help, and the usage exit code."""
+    parser.print_help()
+    return EXIT_USAGE
 
-    if not args.action:
-        raise ChunkwiseError("chunks needs an action: add, list, remove, import, export or encode.")
-    if args.action == "encode":
-        engine = _engine(args)
-        print(f"{len(engine.matcher)} contexts ready for {engine.runtime.name} (index {engine.index_status}).")
-        return 0
-    store = _open_store(args)
-    if args.action == "add":
+
+def _chunks_without_action(args) -> int:
+    raise ChunkwiseError("chunks needs an action: add, list, remove, import, export or encode.")
+
+
+def cmd_chunks_encode(args) -> int:
+    engine = _engine(args)
+    print(f"{len(engine.matcher)} contexts ready for {engine.runtime.name} (index {engine.index_status}).")
+    return 0
+
+
+def cmd_chunks_add(args) -> int:
+    with _open_store(args) as store:
         cid = store.add_chunk(args.text, args.kind, args.context, label=args.label)
-        print(f"added chunk {cid} ({args.kind}, {len(args.context)} context(s))")
-    elif args.action == "list":
+    print(f"added chunk {cid} ({args.kind}, {len(args.context)} context(s))")
+    return 0
+
+
+def cmd_chunks_list(args) -> int:
+    with _open_store(args) as store:
         chunks = store.list_chunks(kind=args.kind)
-        if args.json:
-            rows = []
-            for c in chunks:
-                record = c.as_record()
-                if c.kind == "pii" and not args.reveal:
-                    record["text"] = PII_MASK
-                rows.append({"id": c.id, **record, "use_count": c.use_count, "created_at": c.created_at,
-                             "updated_at": c.updated_at})
-            print(json.dumps(rows, ensure_ascii=False, indent=2))
-        else:
-            if not chunks:
-                print("The chunk store is empty. Add one with: chunkwise chunks add --kind pii --text ... --context ...")
-            print(f"Personal information in this store: {store.encryption}.", file=sys.stderr)
-            for c in chunks:
-                text = c.text if (args.reveal or c.kind != "pii") else PII_MASK
-                shown = text.replace("\n", "⏎")
-                if len(shown) > 60:
-                    shown = shown[:59] + "…"
-                print(f"{c.id:>5}  {c.kind:<8} {(c.label or '-'):<12} {shown:<60}  "
-                      f"{len(c.contexts)} ctx  used {c.use_count}x")
-    elif args.action == "remove":
+        encryption = store.encryption
+    if args.json:
+        rows = []
+        for c in chunks:
+            record = c.as_record()
+            if c.kind == "pii" and not args.reveal:
+                record["text"] = PII_MASK
+            rows.append({"id": c.id, **record, "use_count": c.use_count, "created_at": c.created_at,
+                         "updated_at": c.updated_at})
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return 0
+    if not chunks:
+        print("The chunk store is empty. Add one with: chunkwise chunks add --kind pii --text ... --context ...")
+    print(f"Personal information in this store: {encryption}.", file=sys.stderr)
+    for c in chunks:
+        text = c.text if (args.reveal or c.kind != "pii") else PII_MASK
+        shown = text.replace("\n", "⏎")
+        if len(shown) > 60:
+            shown = shown[:59] + "…"
+        print(f"{c.id:>5}  {c.kind:<8} {(c.label or '-'):<12} {shown:<60}  "
+              f"{len(c.contexts)} ctx  used {c.use_count}x")
+    return 0
+
+
+def cmd_chunks_remove(args) -> int:
+    with _open_store(args) as store:
         store.remove_chunk(args.id)
-        print(f"removed chunk {args.id}")
-    elif args.action == "import":
+    print(f"removed chunk {args.id}")
+    return 0
+
+
+def cmd_chunks_import(args) -> int:
+    from .portable import import_file
+
+    with _open_store(args) as store:
         ids = import_file(store, args.file)
-        print(f"imported {len(ids)} chunk(s) from {args.file}")
-    elif args.action == "export":
+    print(f"imported {len(ids)} chunk(s) from {args.file}")
+    return 0
+
+
+def cmd_chunks_export(args) -> int:
+    from .portable import export_file
+
+    with _open_store(args) as store:
         n = export_file(store, args.file, kind=args.kind, include_pii=args.include_pii)
         masked = sum(1 for c in store.list_chunks(kind=args.kind) if c.kind == "pii") if not args.include_pii else 0
-        print(f"exported {n} chunk(s) to {args.file}"
-              + (f" ({masked} PII value(s) masked; add --include-pii to write them)" if masked else ""))
-    store.close()
+    print(f"exported {n} chunk(s) to {args.file}"
+          + (f" ({masked} PII value(s) masked; add --include-pii to write them)" if masked else ""))
     return 0
 
 
@@ -264,23 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import crypto
 
     crypto.set_prompt(_ask_passphrase)
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not args.command:
-        parser.print_help()
-        return EXIT_USAGE
+    args = build_parser().parse_args(argv)
     try:
-        if args.command == "generate":
-            return cmd_generate(args)
-        if args.command in ("mine", "ppl", "tune"):
-            from . import cli_learn
-
-            if args.command == "mine":
-                return cli_learn.cmd_mine(args, _engine, _Progress)
-            if args.command == "ppl":
-                return cli_learn.cmd_ppl(args, _engine)
-            return cli_learn.cmd_tune(args, _engine, _Progress)
-        return cmd_chunks(args)
+        return args.func(args)
     except ChunkwiseError as exc:
         print(f"chunkwise: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

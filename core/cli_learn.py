@@ -9,16 +9,18 @@
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
+from functools import partial
 
 from .errors import ChunkwiseError
 
 
-def add_parsers(sub, common) -> None:
+def add_parsers(sub, common, engine_factory, progress_factory) -> None:
+    """The sub-commands, each with its ``func``; *engine_factory* and *progress_factory* come from cli.py."""
     m = sub.add_parser("mine", help="learn chunks from your writing (self or teacher distillation)")
     common(m)
+    m.set_defaults(func=partial(cmd_mine, engine_factory=engine_factory, progress_factory=progress_factory))
     m.add_argument("--corpus", nargs="+", default=[], metavar="PATH",
                    help="text, .md, .eml or mbox files, or folders of them")
     m.add_argument("--prompts", metavar="FILE", help="also mine the model's own answers to these prompts (one per line)")
@@ -40,6 +42,8 @@ def add_parsers(sub, common) -> None:
                            ("tune", "choose the threshold (and gamma) that fit your own held-out text best")):
         p = sub.add_parser(name, help=helptext)
         common(p)
+        p.set_defaults(func=partial(cmd_ppl, engine_factory=engine_factory) if name == "ppl" else
+                       partial(cmd_tune, engine_factory=engine_factory, progress_factory=progress_factory))
         p.add_argument("file", help="held-out text of yours ('-' reads standard input)")
         p.add_argument("--knn", action="store_true", help="also use the kNN-LM datastore")
         add_knn_options(p)

@@ -124,7 +124,7 @@ def test_internal_errors_name_no_text(monkeypatch, capsys, tmp_path):
     def boom(args):
         raise ValueError(f"could not parse {SECRET_DRAFT}")
 
-    monkeypatch.setattr(core.cli, "cmd_chunks", boom)
+    monkeypatch.setattr(core.cli, "cmd_chunks_list", boom)
     assert core.cli.main(["--db", str(tmp_path / "c.db"), "chunks", "list"]) == 1
     err = capsys.readouterr().err
     assert "internal error: ValueError at test_no_leaks.py:" in err
