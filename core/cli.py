@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from functools import partial
 from pathlib import Path
 
@@ -27,30 +26,41 @@ EXIT_USAGE = 2
 
 
 class _Progress:
-    """Progress on stderr: a live line on a terminal, a few lines otherwise."""
+    """A ``progress(done, total)`` callback drawn as a tqdm bar on stderr.
+
+    Only on a terminal (tqdm's ``disable=None``): piped or captured stderr gets
+    no progress at all, so scripts see only results and clear error lines.
+    """
+
+    _open: set = set()        # bars still drawn, closed before an error line is printed
 
     def __init__(self, label: str, quiet: bool = False):
         self.label, self.quiet = label, quiet
-        self.tty = sys.stderr.isatty()
-        self._last = 0.0
-        self._started = False
+        self._bar = None
 
     def __call__(self, done: int, total: int) -> None:
         if self.quiet or total <= 0:
             return
-        now = time.monotonic()
-        if not self._started:
-            self._started = True
-            if not self.tty:
-                print(f"{self.label}: {total} to do...", file=sys.stderr, flush=True)
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, desc=self.label, file=sys.stderr, disable=None, mininterval=0.2,
+                             dynamic_ncols=True)
+            _Progress._open.add(self._bar)
+        if self._bar.total != total:
+            self._bar.total = total
+        self._bar.update(done - self._bar.n)
         if done >= total:
-            if self.tty:
-                print(f"\r{self.label}: {done}/{total} done.   ", file=sys.stderr, flush=True)
-            else:
-                print(f"{self.label}: {done}/{total} done.", file=sys.stderr, flush=True)
-        elif self.tty and now - self._last > 0.2:
-            self._last = now
-            print(f"\r{self.label}: {done}/{total} ({100 * done // total}%)", end="", file=sys.stderr, flush=True)
+            _Progress._open.discard(self._bar)
+            self._bar.close()
+            self._bar = None
+
+    @classmethod
+    def close_all(cls) -> None:
+        """End any bar left open (an error or Ctrl+C mid-way), so messages start on a line of their own."""
+        for bar in list(cls._open):
+            bar.close()
+        cls._open.clear()
 
 
 def _common(parser: argparse.ArgumentParser, top: bool = False) -> None:
@@ -303,7 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     crypto.set_prompt(_ask_passphrase)
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        try:
+            return args.func(args)
+        finally:
+            _Progress.close_all()
     except ChunkwiseError as exc:
         print(f"chunkwise: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
