@@ -433,7 +433,7 @@ class GhostTextEdit(QPlainTextEdit):
         pos = event.position().toPoint() if hasattr(event, "position") else event.pos()
         for box, piece in self._hit_rects:
             if box.contains(pos):
-                sim = f" (match {piece.similarity:.2f})" if piece.similarity is not None else ""
+                sim = f" (match {piece.match:.2f})" if piece.match is not None else ""
                 what = kind_name(piece.kind) + (f": {piece.label}" if piece.label else "")
                 QToolTip.showText(self.viewport().mapToGlobal(pos), f"From your library — {what}{sim}",
                                   self.viewport())

@@ -45,8 +45,8 @@ class Piece:
     """A piece of generated text and where it came from.
 
     ``source`` is ``"model"`` for sampled tokens, ``"chunk"`` for an inserted
-    chunk (then ``chunk_id``, ``kind``, ``label`` and ``similarity`` say which
-    and how well it matched).
+    chunk (then ``chunk_id``, ``kind``, ``label`` and ``match`` say which
+    and how well it matched: :class:`core.matching.Proposal`).
     """
 
     text: str
@@ -54,7 +54,7 @@ class Piece:
     chunk_id: int | None = None
     kind: str | None = None
     label: str | None = None
-    similarity: float | None = None
+    match: float | None = None
 
     @property
     def from_chunk(self) -> bool:
@@ -357,7 +357,7 @@ class Decoder:
         text = self._utf8.feed(b"".join(self.rt.piece(t) for t in tokens))
         self._text += text
         return tokens, Piece(text, "chunk", proposal.chunk_id, proposal.kind, proposal.label,
-                             round(proposal.similarity, 4))
+                             round(proposal.match, 4))
 
     def sample(self, state: _State) -> int:
         if self._pending is not None:

@@ -85,12 +85,13 @@ class Span:
     end: int
     chunk_id: int
     kind: str
-    similarity: float
+    match: float               # how well it matched (Proposal.match)
     label: str | None = None
 
     def as_dict(self) -> dict:
+        # "similarity": the same value under its old name, kept for scripts written against 0.1; drop in 0.3.
         return {"start": self.start, "end": self.end, "chunk_id": self.chunk_id, "kind": self.kind,
-                "similarity": self.similarity, "label": self.label}
+                "match": self.match, "similarity": self.match, "label": self.label}
 
 
 @dataclass
@@ -132,10 +133,10 @@ class Generation:
                 if spans and spans[-1].chunk_id == p.chunk_id and spans[-1].end == len(text):
                     last = spans.pop()
                     spans.append(Span(last.start, len(text) + len(p.text), last.chunk_id, last.kind,
-                                      last.similarity, last.label))
+                                      last.match, last.label))
                 else:
                     spans.append(Span(len(text), len(text) + len(p.text), p.chunk_id, p.kind,
-                                      p.similarity, p.label))
+                                      p.match, p.label))
             text += p.text
         return Completion(text, spans, self.stats, self.notices)
 

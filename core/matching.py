@@ -103,8 +103,9 @@ class Proposal:
     label: str | None
     text: str
     tokens: tuple[int, ...]
-    similarity: float   # slot gate: best cosine of whitened context vectors
-    score: float        # similarity on the calibrated 0..1 scale
+    match: float        # the match score (match_score of cosine, local and words; for a typed chunk the slot
+                        # classifier's agreement); "similarity" means only the whitened cosine (Candidate)
+    score: float        # the match on the calibrated 0..1 scale
     q: float            # acceptance probability (appendix D.4)
     learned: bool = False   # the user typed this value after these very words (learned_proposal)
 
@@ -482,7 +483,7 @@ class ChunkMatcher:
             return None
         info = self._chunks[best.chunk_id]
         return Proposal(chunk_id=best.chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
-                        tokens=self._tokens[best.label], similarity=round(match, 4),
+                        tokens=self._tokens[best.label], match=round(match, 4),
                         score=self.calibration.to_scale(match), q=q)
 
 
@@ -504,7 +505,7 @@ class ChunkMatcher:
             if info["text"] in text[-2000:] or self.avoided(chunk_id, text):
                 continue
             return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
-                            tokens=self._tokens[label], similarity=1.0, score=1.0, q=1.0, learned=True)
+                            tokens=self._tokens[label], match=1.0, score=1.0, q=1.0, learned=True)
         return None
 
     def typed_proposal(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
@@ -524,7 +525,7 @@ class ChunkMatcher:
             if score < cut or chunk_id in skip or info["text"] in recent or self.avoided(chunk_id, text):
                 continue
             return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
-                            tokens=self._tokens[self._typed_label[chunk_id]], similarity=round(score, 4),
+                            tokens=self._tokens[self._typed_label[chunk_id]], match=round(score, 4),
                             score=score, q=1.0)
         return None
 

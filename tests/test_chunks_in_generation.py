@@ -63,7 +63,7 @@ def test_a_chunk_is_one_forward_pass_and_is_reported(pii_engine):
     value = "100 Innovation Drive, Tech Park, Silicon Valley, CA 94088, USA"
     (span,) = [s for s in done.spans if s.label == "address"]
     assert done.text[span.start:span.end].strip() == value and span.kind == "pii"
-    assert 0 < span.similarity <= 1.5
+    assert 0 < span.match <= 1.5
     s = done.stats
     assert s.chunks >= 1 and s.chunk_tokens >= 20
     # every step is one llama_decode: chunk tokens arrive in one pass

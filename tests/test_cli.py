@@ -42,7 +42,7 @@ def test_add_list_generate_json(shared_db):
     assert set(data["stats"]) >= {"tokens", "forward_passes", "chunk_tokens", "seconds"}
     (span,) = data["spans"]
     assert data["text"][span["start"]:span["end"]].strip() == "(555) 123-4567"
-    assert span["kind"] == "pii" and span["chunk_id"] == 1 and span["similarity"] > 0
+    assert span["kind"] == "pii" and span["chunk_id"] == 1 and span["match"] > 0 and span["similarity"] == span["match"]
     assert data["stats"]["forward_passes"] < data["stats"]["tokens"]
     assert "llama_" not in out.stderr and "ggml" not in out.stderr      # llama.cpp's log is silenced
     used = json.loads(run("chunks", "list", "--json", db=shared_db).stdout)
