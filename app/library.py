@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDialog,
                                QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox,
                                QPlainTextEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
-from core import PII_MASK, ChunkwiseError
+from core import ChunkwiseError
 from core.portable import export_file, import_file
 from core.store import KINDS, validate_chunk
 from .theme import colours
@@ -268,8 +268,7 @@ class LibraryDialog(LaneDialog):
         self.empty_hint.setVisible(not self.chunks and not self.search.text().strip()
                                    and self.kind_filter.currentData() is None)
         for row, c in enumerate(self.chunks):
-            shown = c.text if (c.kind != "pii" or self.reveal.isChecked()) else PII_MASK
-            cells = [kind_name(c.kind), c.label or "", shown.replace("\n", " ⏎ "),
+            cells = [kind_name(c.kind), c.label or "", c.shown(self.reveal.isChecked()).replace("\n", " ⏎ "),
                      " | ".join(x.text for x in c.contexts), str(c.use_count)]
             for col, value in enumerate(cells):
                 item = QTableWidgetItem(value)
@@ -418,7 +417,7 @@ class LearnedDialog(LaneDialog):
         self.rows = rows
         self.table.setRowCount(len(self.rows))
         for row, (ctx, chunk) in enumerate(self.rows):
-            target = chunk.label or (PII_MASK if chunk.kind == "pii" else chunk.text[:60])
+            target = chunk.label or chunk.shown()[:60]
             cells = [(ctx.learned_at or "").replace("T", " ")[:16],
                      "typed by you" if ctx.origin == "learned" else "turned down", ctx.text, f"{kind_name(chunk.kind)}: {target}"]
             for col, value in enumerate(cells):

@@ -13,13 +13,6 @@ from PySide6.QtWidgets import QInputDialog, QLineEdit, QMessageBox
 
 from core import crypto
 
-PROMPT = ("This system has no keychain, so your personal information (phone, address, …) in the chunk store\n"
-          "is encrypted with a passphrase. Enter it (a new store takes the one you choose now):")
-
-
-PROMPT_NEW = ("This system has no keychain, so your personal information (phone, address, …) in your new chunk\n"
-              "store will be encrypted with a passphrase. Choose one (nobody can recover it for you):")
-PROMPT_AGAIN = "Type the passphrase once more, to be sure:"
 
 
 def ask_passphrase(parent=None, unlock: bool = False, store: str | os.PathLike | None = None) -> bool:
@@ -35,18 +28,18 @@ def ask_passphrase(parent=None, unlock: bool = False, store: str | os.PathLike |
     title = "Chunkwise: unlock your chunk library" if unlock else "Chunkwise: unlock your chunk store"
     # Missing or empty: a store that failed to open on its first day is an empty file, still new.
     new = store is not None and (not Path(store).exists() or Path(store).stat().st_size == 0)
-    while True:
-        text, ok = QInputDialog.getText(parent, title, PROMPT_NEW if new else PROMPT, QLineEdit.Password)
-        if not ok or not text:
-            return False
-        if not new:
-            break
-        again, ok = QInputDialog.getText(parent, title, PROMPT_AGAIN, QLineEdit.Password)
-        if not ok:
-            return False
-        if again == text:
-            break
-        QMessageBox.warning(parent, title, "The two passphrases differ. Choose one and type it twice.")
+
+    def ask(prompt: str) -> str | None:
+        text, ok = QInputDialog.getText(parent, title, prompt, QLineEdit.Password)
+        return text if ok else None
+
+    def differ() -> bool:
+        QMessageBox.warning(parent, title, f"{crypto.DIFFERENT} Choose one and type it twice.")
+        return True
+
+    text = crypto.choose_passphrase(ask, new, differ)
+    if not text:
+        return False
     if unlock:
         os.environ.pop("CHUNKWISE_PASSPHRASE", None)   # read before the typed one: a wrong one would win again
     crypto.set_passphrase(text)

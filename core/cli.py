@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 
 from .errors import ChunkwiseError
-from .store import KINDS, PII_MASK
+from .store import KINDS
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -248,9 +248,7 @@ def cmd_chunks_list(args) -> int:
     if args.json:
         rows = []
         for c in chunks:
-            record = c.as_record()
-            if c.kind == "pii" and not args.reveal:
-                record["text"] = PII_MASK
+            record = {**c.as_record(), "text": c.shown(args.reveal)}
             rows.append({"id": c.id, **record, "use_count": c.use_count, "created_at": c.created_at,
                          "updated_at": c.updated_at})
         print(json.dumps(rows, ensure_ascii=False, indent=2))
@@ -259,8 +257,7 @@ def cmd_chunks_list(args) -> int:
         print("The chunk store is empty. Add one with: chunkwise chunks add --kind pii --text ... --context ...")
     print(f"Personal information in this store: {encryption}.", file=sys.stderr)
     for c in chunks:
-        text = c.text if (args.reveal or c.kind != "pii") else PII_MASK
-        shown = text.replace("\n", "⏎")
+        shown = c.shown(args.reveal).replace("\n", "⏎")
         if len(shown) > 60:
             shown = shown[:59] + "…"
         print(f"{c.id:>5}  {c.kind:<8} {(c.label or '-'):<12} {shown:<60}  "
@@ -301,10 +298,12 @@ def _ask_passphrase(new: bool) -> str | None:
         return None
     import getpass
 
-    first = getpass.getpass("Passphrase for your chunk store's personal information: ")
-    if new and getpass.getpass("Once more, to be sure: ") != first:
-        raise ChunkwiseError("The two passphrases differ; nothing was changed.")
-    return first or None
+    from . import crypto
+
+    def differ() -> bool:
+        raise ChunkwiseError(f"{crypto.DIFFERENT} Nothing was changed.")
+
+    return crypto.choose_passphrase(lambda prompt: getpass.getpass(prompt + " "), new, differ)
 
 
 def main(argv: list[str] | None = None) -> int:

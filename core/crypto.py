@@ -66,6 +66,41 @@ def set_passphrase(passphrase: str | None) -> None:
     _passphrase = passphrase
 
 
+PROMPT = ("This system has no keychain, so your personal information (phone, address, …) in the chunk store\n"
+          "is encrypted with a passphrase. Enter it (a new store takes the one you choose now):")
+PROMPT_NEW = ("This system has no keychain, so your personal information (phone, address, …) in your new chunk\n"
+              "store will be encrypted with a passphrase. Choose one (nobody can recover it for you):")
+PROMPT_AGAIN = "Type the passphrase once more, to be sure:"
+DIFFERENT = "The two passphrases differ."
+
+
+def choose_passphrase(ask: Callable[[str], "str | None"], new: bool, differ: Callable[[], bool]) -> str | None:
+    """The one passphrase dialogue, for the editor's dialog and the terminal alike; None: declined.
+
+    *ask(prompt)* shows a prompt and returns the answer (None or empty declines).  A new
+    store's passphrase is asked twice, as password managers do, since a mistyped one would
+    lock the user out of what they store next; when the two differ, *differ()* says so and
+    returns whether to ask again.
+
+    >>> answers = iter(["one", "two", "one", "one"])
+    >>> choose_passphrase(lambda _prompt: next(answers), new=True, differ=lambda: True)
+    'one'
+    """
+    while True:
+        first = ask(PROMPT_NEW if new else PROMPT)
+        if not first:
+            return None
+        if not new:
+            return first
+        again = ask(PROMPT_AGAIN)
+        if again is None:
+            return None
+        if again == first:
+            return first
+        if not differ():
+            return None
+
+
 def set_prompt(prompt: PassphrasePrompt | None) -> None:
     """How to ask for a passphrase when one is needed and none is set (the CLI's getpass)."""
     global _prompt

@@ -75,6 +75,14 @@ class Chunk:
     use_count: int = 0
     avoid: list[Context] = field(default_factory=list)      # where the user dismissed it (DISMISSED)
 
+    def shown(self, reveal: bool = False) -> str:
+        """The text as a list shows it: a personal value hidden behind PII_MASK unless *reveal*.
+
+        >>> Chunk(1, "+1 555 0100", "pii", "phone").shown(), Chunk(2, "Best,", "snippet", None).shown()
+        ('••••••••••', 'Best,')
+        """
+        return self.text if (reveal or self.kind != "pii") else PII_MASK
+
     def as_record(self) -> dict:
         """The portable form used by import/export (no ids, no timestamps)."""
         return {

@@ -77,3 +77,21 @@ def test_an_existing_store_asks_once_and_escape_declines(qtbot, tmp_path, no_key
     assert not ask_passphrase(store=tmp_path / "new.db")
     with pytest.raises(StoreError, match="passphrase"):                # declined: nothing to key a store with
         ChunkStore(tmp_path / "new.db")
+
+
+def test_the_terminal_asks_as_the_dialog_does(monkeypatch):
+    """One dialogue (crypto.choose_passphrase): a new store's passphrase twice on the terminal too,
+    with the dialog's words; two that differ change nothing."""
+    import getpass
+
+    from core import ChunkwiseError
+    from core.cli import _ask_passphrase
+
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    asked, answers = [], iter(["horse staple", "horse stapel"])
+    monkeypatch.setattr(getpass, "getpass", lambda prompt: asked.append(prompt.strip()) or next(answers))
+    with pytest.raises(ChunkwiseError, match="differ"):
+        _ask_passphrase(new=True)
+    assert asked == [crypto.PROMPT_NEW, crypto.PROMPT_AGAIN]
+    answers = iter(["horse staple"])
+    assert _ask_passphrase(new=False) == "horse staple" and asked[-1] == crypto.PROMPT
