@@ -29,6 +29,7 @@ from PySide6.QtGui import QAction, QFontMetricsF, QKeyEvent, QPainter, QPalette,
 from PySide6.QtWidgets import QPlainTextEdit, QToolTip
 
 from core import Piece
+from core.decoding import split_pieces
 
 from .theme import colours
 from .words import kind_name
@@ -284,15 +285,7 @@ class GhostTextEdit(QPlainTextEdit):
 
     def _split(self, n: int) -> tuple[list[Piece], list[Piece]]:
         """The ghost pieces cut after *n* characters: (first part, rest), sources kept."""
-        taken, rest, used = [], [], 0
-        for p in self.pieces:
-            take = max(0, min(len(p.text), n - used))
-            if take:
-                taken.append(replace(p, text=p.text[:take]))
-            if take < len(p.text):
-                rest.append(replace(p, text=p.text[take:]))
-            used += len(p.text)
-        return taken, rest
+        return split_pieces(self.pieces, n)
 
     def _handle(self, qt_default) -> None:
         """Let Qt handle a key or click that dropped the suggestion, then say once what it did:

@@ -61,6 +61,25 @@ class Piece:
         return self.source == "chunk"
 
 
+def split_pieces(pieces: Sequence[Piece], n: int) -> tuple[list[Piece], list[Piece]]:
+    """*pieces* cut after *n* characters: (first part, rest), each part keeping its source.
+
+    >>> split_pieces([Piece(" call"), Piece(" 555", "chunk", 7)], 7)
+    ([Piece(text=' call', source='model', chunk_id=None, kind=None, label=None, match=None), \
+Piece(text=' 5', source='chunk', chunk_id=7, kind=None, label=None, match=None)], \
+[Piece(text='55', source='chunk', chunk_id=7, kind=None, label=None, match=None)])
+    """
+    taken, rest, used = [], [], 0
+    for p in pieces:
+        take = max(0, min(len(p.text), n - used))
+        if take:
+            taken.append(replace(p, text=p.text[:take]))
+        if take < len(p.text):
+            rest.append(replace(p, text=p.text[take:]))
+        used += len(p.text)
+    return taken, rest
+
+
 @dataclass
 class Stats:
     tokens: int = 0            # generated tokens, chunk tokens included
@@ -500,17 +519,8 @@ class _AttributedStops:
         self.held.append(piece)
         safe, stopped = self.matcher.feed(piece.text)
         # The matcher returns the safe prefix of (held + new); split pieces to that length.
-        n_safe = len(safe)
-        out, used = [], 0
-        remaining = []
-        for p in self.held:
-            take = max(0, min(len(p.text), n_safe - used))
-            if take:
-                out.append(replace(p, text=p.text[:take]))
-            if take < len(p.text) and not stopped:
-                remaining.append(replace(p, text=p.text[take:]))
-            used += len(p.text)
-        self.held = remaining
+        out, remaining = split_pieces(self.held, len(safe))
+        self.held = [] if stopped else remaining
         return out, stopped
 
     def feed_all(self, pieces: Sequence[Piece]) -> tuple[list[Piece], bool]:
