@@ -24,8 +24,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from PySide6.QtCore import QEvent, QRect, Qt, Signal
-from PySide6.QtGui import QAction, QFontMetricsF, QKeyEvent, QPainter, QPalette, QTextCharFormat, QTextCursor, QTextFormat
+from PySide6.QtCore import QEvent, QPointF, QRect, Qt, Signal
+from PySide6.QtGui import (QAction, QColor, QFontMetricsF, QKeyEvent, QPainter, QPalette, QTextCharFormat, QTextCursor,
+                           QTextFormat, QTextLayout)
 from PySide6.QtWidgets import QPlainTextEdit, QToolTip
 
 from core import Piece
@@ -395,32 +396,60 @@ class GhostTextEdit(QPlainTextEdit):
         finally:
             painter.end()
 
-    def _paint_ghost(self, painter: QPainter) -> None:
-        fm = QFontMetricsF(self.font())
-        rect = self.cursorRect()
-        left = self.document().documentMargin() + self.contentOffset().x()
-        right = self.viewport().width() - self.document().documentMargin()
-        x, top = float(rect.left()), float(rect.top())
-        line_h = fm.lineSpacing()
+    def _ghost_layout(self) -> tuple[QTextLayout, list[QTextLayout.FormatRange], int, QPointF]:
+        """The ghost text laid out by Qt as the document would lay it out once accepted: the cursor's
+        paragraph up to the cursor (kept invisible: the editor draws it) plus the suggestion, with the
+        paragraph's width, tab stops and font; so wrapping, tabs, bidi text and font fallback match.
+        Returns the layout, its format ranges (chunk text highlighted), where the ghost text starts
+        in it, and where to draw it."""
+        cursor = self.textCursor()
+        block = cursor.block()
+        typed = block.text()[: cursor.positionInBlock()]
+        text = typed + "".join(p.text for p in self.pieces).replace("\n", "\u2028")   # a line break, same length
+        layout = QTextLayout(text, self.font())
+        layout.setTextOption(block.layout().textOption())
+        hidden = QTextCharFormat()
+        hidden.setForeground(QColor(Qt.transparent))
+        formats, start = [self._format_range(0, len(typed), hidden)], len(typed)
         for piece in self.pieces:
-            for ch_run in re.split(r"(\n)", piece.text):
-                if ch_run == "\n":
-                    x, top = left, top + line_h
-                    continue
-                for word in re.findall(r"\s*\S+|\s+", ch_run):
-                    w = fm.horizontalAdvance(word)
-                    if x + w > right and x > left and not self.single_line:
-                        x, top = left, top + line_h
-                        word = word.lstrip()
-                        w = fm.horizontalAdvance(word)
-                    box = QRect(int(x), int(top), int(w) + 1, int(line_h))
-                    if piece.from_chunk:
-                        painter.fillRect(box, self.colours.chunk_background)
-                        self._hit_rects.append((box, piece))
-                    painter.setPen(self.colours.chunk_text if piece.from_chunk else self.colours.ghost)
-                    painter.drawText(QRect(int(x), int(top), int(w) + 50, int(line_h)),
-                                     Qt.AlignLeft | Qt.AlignVCenter, word)
-                    x += w
+            fmt = QTextCharFormat()
+            fmt.setForeground(self.colours.chunk_text if piece.from_chunk else self.colours.ghost)
+            if piece.from_chunk:
+                fmt.setBackground(self.colours.chunk_background)
+            formats.append(self._format_range(start, len(piece.text), fmt))
+            start += len(piece.text)
+        layout.setFormats(formats)
+        first = block.layout().lineAt(0) if block.layout().lineCount() else None
+        x, width = (first.x(), first.width()) if first else (self.document().documentMargin(), self.viewport().width())
+        layout.beginLayout()
+        y = 0.0
+        while (line := layout.createLine()).isValid():
+            line.setLineWidth(width)
+            line.setPosition(QPointF(x, y))
+            y += line.height()
+        layout.endLayout()
+        origin = self.blockBoundingGeometry(block).translated(self.contentOffset()).topLeft()
+        return layout, formats, len(typed), origin + block.layout().position()
+
+    @staticmethod
+    def _format_range(start: int, length: int, fmt: QTextCharFormat) -> QTextLayout.FormatRange:
+        span = QTextLayout.FormatRange()                 # (PySide6 ignores keyword arguments here)
+        span.start, span.length, span.format = start, length, fmt
+        return span
+
+    def _paint_ghost(self, painter: QPainter) -> None:
+        layout, formats, start, origin = self._ghost_layout()
+        layout.draw(painter, origin, formats)
+        for piece in self.pieces:                        # where chunk text is, for its tooltip
+            end = start + len(piece.text)
+            for i in range(layout.lineCount()) if piece.from_chunk else ():
+                line = layout.lineAt(i)
+                a, b = max(start, line.textStart()), min(end, line.textStart() + line.textLength())
+                if a < b:
+                    x1, x2 = line.cursorToX(a)[0], line.cursorToX(b)[0]
+                    self._hit_rects.append((QRect(int(origin.x() + min(x1, x2)), int(origin.y() + line.y()),
+                                                  int(abs(x2 - x1)) + 1, int(line.height())), piece))
+            start = end
 
     def mouseMoveEvent(self, event) -> None:
         pos = event.position().toPoint() if hasattr(event, "position") else event.pos()

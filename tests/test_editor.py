@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtGui import QTextCursor  # noqa: E402
 
 from app.settings import Settings, load_settings, save_settings  # noqa: E402
 from app.window import ComposeWindow, body_prompt  # noqa: E402
@@ -861,3 +862,31 @@ def test_the_library_answers_and_edits_while_learning_runs(qtbot, make_window, t
     with ChunkStore(w.settings.db_path) as store:
         kinds = [c.kind for c in store.list_chunks()]
         assert "snippet" in kinds and "teacher" in kinds          # the edit and the learning, both kept
+
+
+def test_ghost_text_is_drawn_where_accepting_puts_it(qtbot):
+    """Qt's own layout places the ghost text (tabs, wrapping, fonts): a chunk's highlight sits where its
+    text lands when accepted, past a tab and on a wrapped line alike."""
+    from app.ghost import GhostTextEdit
+
+    editor = GhostTextEdit()
+    qtbot.addWidget(editor)
+    editor.resize(320, 200)
+    editor.show()
+    editor.setPlainText("Reach me at")
+    cursor = editor.textCursor()
+    cursor.movePosition(cursor.MoveOperation.End)
+    editor.setTextCursor(cursor)
+    editor.start_ghost()
+    tail = "\tor on the phone, which is usually quickest for anything urgent: "
+    editor.add_ghost(Piece(tail))
+    editor.add_ghost(Piece("(555) 123-4567", "chunk", 7, "pii", "phone", 0.8))
+    editor.grab()                                   # paint it
+    box, piece = editor._hit_rects[0]               # where the chunk begins
+    assert piece.chunk_id == 7
+    editor.accept_ghost()
+    start = QTextCursor(editor.document())
+    start.setPosition(len("Reach me at" + tail))
+    landed = editor.cursorRect(start)
+    assert abs(box.left() - landed.left()) <= 2 and abs(box.top() - landed.top()) <= 2
+    assert landed.top() > editor.cursorRect(QTextCursor(editor.document())).top()    # it wrapped
