@@ -56,3 +56,107 @@ def test_qt_signals_keep_reference_counts_straight():
     for i in range(200):
         emitter.fired.emit(i)
     assert sys.getrefcount(True) >= before - 5
+
+
+# ------------------------------------------------------------ one owner of the KV state (core/llama_runtime.py)
+
+KV_OWNER = ROOT / "core" / "llama_runtime.py"
+KV_STATE = {"tokens", "dropped"}                     # the runtime's KV bookkeeping: read-only properties
+KV_PRIVATE = {"_tokens", "_dropped", "_memory"}      # what stands behind them, and llama.cpp's memory handle
+RUNTIME_NAMES = {"rt", "runtime", "_rt", "teacher"}  # what the tree calls a LlamaRuntime
+KV_BINDINGS = ("llama_memory_", "llama_kv_", "llama_decode", "llama_encode", "llama_batch_", "llama_get_memory",
+               "llama_state_", "llama_set_embeddings")
+MUTATORS = {"append", "extend", "insert", "pop", "remove", "clear", "add", "update", "discard",
+            "difference_update", "intersection_update", "symmetric_difference_update"}
+
+
+def _name(node: ast.AST) -> str | None:
+    """The last name of ``rt``, ``self.rt``, ``engine.runtime``: what the expression is called."""
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _runtime_state(node: ast.AST) -> bool:
+    """``rt.tokens``, ``self.runtime.dropped``, ``rt._tokens``, ``rt.tokens[3:]``... (another class's own
+    ``self._tokens`` is its business)."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if not isinstance(node, ast.Attribute):
+        return False
+    return node.attr in KV_STATE | KV_PRIVATE and _name(node.value) in RUNTIME_NAMES
+
+
+def kv_offences(source: str, where: str = "") -> list[str]:
+    """Places in *source* that change the runtime's KV state or call llama.cpp's KV functions."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        line = f"{where}:{getattr(node, 'lineno', 0)}"
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = node.targets
+        found += [f"{line}: assigns {ast.unparse(t)}" for t in targets if _runtime_state(t)]
+        if isinstance(node, ast.Attribute) and node.attr in KV_PRIVATE and _runtime_state(node):
+            found.append(f"{line}: reaches into {ast.unparse(node)}")
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = _name(func) or ""
+            if name.startswith(KV_BINDINGS):
+                found.append(f"{line}: calls {name}")
+            if isinstance(func, ast.Attribute) and func.attr in MUTATORS and _runtime_state(func.value):
+                found.append(f"{line}: mutates {ast.unparse(func.value)}")
+    return sorted(set(found))
+
+
+def test_the_offence_finder_finds_offences():
+    source = """
+rt.tokens = []
+self.rt.dropped |= {3}
+del runtime.tokens[4:]
+engine.runtime.tokens.append(7)
+self.rt.dropped.update(range(3))
+rt._tokens += (1,)
+n = len(rt._dropped)
+rt._lib.llama_memory_seq_rm(rt._memory, 0, 3, -1)
+lib.llama_kv_self_clear(ctx)
+llama_decode(ctx, batch)
+"""
+    lines = {int(found.split(":")[1]) for found in kv_offences(source)}
+    assert lines == set(range(2, 12))                    # every line above is caught
+    clean = ("self.stats.tokens += 3\nreport.tokens = 0\nself._tokens = []\nlast = rt.tokens[-1]\n"
+             "rt.truncate(len(rt.tokens) - 2)\n")
+    assert kv_offences(clean) == []
+
+
+def test_only_the_runtime_changes_the_kv_state():
+    """core/llama_runtime.py owns the KV cache, ``tokens`` and ``dropped``; everything else asks it."""
+    offenders = []
+    for folder in ("core", "app", "bench", "tools", "tests"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path == KV_OWNER or path == Path(__file__).resolve():
+                continue
+            offenders += kv_offences(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+    assert offenders == []
+
+
+def test_the_architecture_page_names_only_what_exists():
+    """docs/architecture.md is a map: a renamed or removed module, class or function in it would
+    send the next engineer looking for something that is not there."""
+    import re
+
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    names = set(re.findall(r"`([^`\s]+)`", page))
+    source = "\n".join(p.read_text(encoding="utf-8") for d in ("core", "app") for p in (ROOT / d).rglob("*.py"))
+    missing = []
+    for name in sorted(names):
+        if "/" in name or name.endswith((".py", ".md")):
+            if not (ROOT / name).exists():
+                missing.append(name)
+            continue
+        for part in name.split("."):
+            if not re.search(rf"\b{re.escape(part)}\b", source):
+                missing.append(name)
+                break
+    assert names and missing == []
