@@ -67,7 +67,7 @@ class GhostTextEdit(QPlainTextEdit):
         self.colours = colours(self.palette())   # follows the theme: see changeEvent
         self.spelling = None                     # a SpellHighlighter once check_spelling() is called
         self._internal = False
-        self._handling: list[int] | None = None   # edits seen while Qt handles a key or click (see _handle)
+        self._handling: int | None = None   # edits seen while Qt handles a key or click (see _handle)
         self._hit_rects: list[tuple[QRect, Piece]] = []
         self.setMouseTracking(True)
         self.document().contentsChange.connect(self._on_contents_change)
@@ -291,18 +291,18 @@ class GhostTextEdit(QPlainTextEdit):
     def _handle(self, qt_default) -> None:
         """Let Qt handle a key or click that dropped the suggestion, then say once what it did:
         ``edited`` if it changed the text, else ``interrupted``."""
-        self._handling = [0]
+        self._handling = 0
         try:
             qt_default()
         finally:
-            edits, self._handling = self._handling[0], None
+            edits, self._handling = self._handling, None
         (self.edited if edits else self.interrupted).emit()
 
     def _on_contents_change(self, position: int, removed: int, added: int) -> None:
         if self._internal or not (removed or added):
             return
         if self._handling is not None:
-            self._handling[0] += 1          # said once, when the key or click is handled
+            self._handling += 1             # said once, when the key or click is handled
         else:
             self.edited.emit()
 

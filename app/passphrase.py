@@ -14,7 +14,6 @@ from PySide6.QtWidgets import QInputDialog, QLineEdit, QMessageBox
 from core import crypto
 
 
-
 def ask_passphrase(parent=None, unlock: bool = False, store: str | os.PathLike | None = None) -> bool:
     """Ask for the passphrase and keep it for this session; False: the user declined.
 

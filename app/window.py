@@ -397,9 +397,9 @@ class ComposeWindow(QMainWindow, EmailActions):
     def cancel_suggestion(self) -> None:
         """Stop the running generation now; its pieces will not paint."""
         self._tab_waiting = False
-        self.current_id = -1
+        self.current_id = 0              # no request is current, as at start (ids start at 1; -1 is _in_flight's none)
         if self.worker:
-            self.worker.latest = -1          # no request is current: the running one stops at its next token
+            self.worker.latest = 0           # the running one stops at its next token
         self.debounce.stop()
         self.alternatives.clear()
         self._show_alternatives()

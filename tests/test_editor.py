@@ -512,6 +512,12 @@ def test_tab_before_the_suggestion_waits_for_it_and_never_types_a_tab(qtbot, mak
     qtbot.waitUntil(lambda: len(body.toPlainText()) > len("Hi Tom,\n\nI hope you are"), timeout=WAIT)
     assert "\t" not in body.toPlainText()
     assert body.toPlainText().startswith("Hi Tom,\n\nI hope you are")
+    # Esc, then Tab with nothing on its way: nothing to wait for (a cancel must not look like a request
+    # in flight, or the next suggestion would be taken without the user asking).
+    qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id and body.has_ghost(), timeout=WAIT)
+    qtbot.keyClick(body, Qt.Key_Escape)
+    qtbot.keyClick(body, Qt.Key_Tab)
+    assert not w._tab_waiting and "\t" not in body.toPlainText()
 
 
 def test_ctrl_right_takes_no_lone_space_and_a_blank_line_gets_no_extra_newline(qtbot, make_window):
