@@ -12,6 +12,17 @@ next-token logits and the final hidden state (the paper's context vector
 >>> out = rt.sync(rt.tokenize("Dear Anna,"))           # doctest: +SKIP
 >>> out.logits.shape, out.hidden.shape                 # doctest: +SKIP
 ((1, 49152), (1, 576))
+
+One owner of the KV state
+-------------------------
+Only this module changes the KV cache and its bookkeeping: the llama.cpp
+memory of sequence 0, :attr:`LlamaRuntime.tokens` (what the cache holds,
+position by position) and :attr:`LlamaRuntime.dropped` (positions whose cells
+anchor reduction removed).  Both are read-only from outside (a tuple and a
+frozenset); other modules change the cache through ``eval``, ``sync``,
+``truncate``, ``peek``, ``reset`` and ``drop``.  tests/test_architecture.py
+fails on a module that assigns to them or calls llama.cpp's decode, batch or
+KV-memory functions itself.
 """
 from __future__ import annotations
 
@@ -191,8 +202,8 @@ class LlamaRuntime:
         self._batch = lib.llama_batch_init(self.n_batch, 0, 1)
         self._memory = lib.llama_get_memory(self.ctx)
         self._embeddings_on = True
-        self.tokens: list[int] = []  # what the KV cache holds, position by position
-        self.dropped: set[int] = set()  # positions whose cells anchor reduction removed (holes)
+        self._tokens: tuple[int, ...] = ()  # what the KV cache holds, position by position
+        self._dropped: frozenset[int] = frozenset()  # positions whose cells anchor reduction removed (holes)
         self._batch_profile: BatchProfile | None = None
         self.identity = model_identity(self.model_path)
         self.name = self.model_path.name
@@ -364,21 +375,31 @@ class LlamaRuntime:
 
     # ------------------------------------------------------------ KV cache
 
+    @property
+    def tokens(self) -> tuple[int, ...]:
+        """What the KV cache holds, position by position (read-only: change it through this class)."""
+        return self._tokens
+
+    @property
+    def dropped(self) -> frozenset[int]:
+        """Positions whose cells anchor reduction removed (holes); read-only, see :meth:`drop`."""
+        return self._dropped
+
     def truncate(self, n: int) -> None:
         """Forget cached tokens from position *n* on."""
-        if n < len(self.tokens):
+        if n < len(self._tokens):
             ok = self._lib.llama_memory_seq_rm(self._memory, 0, n, -1)
             if not ok:
                 # A model whose memory cannot drop a tail (a recurrent state): clear it and decode the
                 # kept tokens again, so what follows still sees its context (clearing alone went on at
                 # position 0 with none).  Costs one prefill of the kept tokens.
-                kept = self.tokens[:n]
+                kept = self._tokens[:n]
                 self.reset()
                 if kept:
                     self.eval(kept, outputs="last", hidden=False)
                 return
-            del self.tokens[n:]
-            self.dropped = {p for p in self.dropped if p < n}
+            self._tokens = self._tokens[:n]
+            self._dropped = frozenset(p for p in self._dropped if p < n)
 
     def peek(self, tokens: Sequence[int]) -> np.ndarray:
         """Log-probabilities (V,) of the token after *tokens* appended to the cache; the cache is left as it was.
@@ -386,7 +407,7 @@ class LlamaRuntime:
         A what-if evaluation: matching asks the model how the text would go on
         ("... (that is my" or "... (that is her") without changing the story.
         """
-        n = len(self.tokens)
+        n = len(self._tokens)
         try:
             logits = self.eval(tokens, outputs="last", hidden=False).logits[-1].astype(np.float64)
         finally:
@@ -396,13 +417,13 @@ class LlamaRuntime:
 
     def reset(self) -> None:
         self._lib.llama_memory_clear(self._memory, True)
-        self.tokens.clear()
-        self.dropped.clear()
+        self._tokens = ()
+        self._dropped = frozenset()
 
     @property
     def kv_cells(self) -> int:
         """Cells in use: positions evaluated minus those anchor reduction removed."""
-        return len(self.tokens) - len(self.dropped)
+        return len(self._tokens) - len(self._dropped)
 
     def drop(self, positions: Sequence[int]) -> int:
         """Remove these positions' keys and values; later tokens keep their positions.
@@ -411,7 +432,7 @@ class LlamaRuntime:
         token goes after the last one), attention simply no longer sees them.
         Returns how many cells were removed.
         """
-        todo = sorted(set(positions) - self.dropped)
+        todo = sorted(set(positions) - self._dropped)
         removed = 0
         start = prev = None
         for p in todo + [None]:
@@ -420,14 +441,14 @@ class LlamaRuntime:
                 continue
             if start is not None:
                 if self._lib.llama_memory_seq_rm(self._memory, 0, start, prev + 1):
-                    self.dropped.update(range(start, prev + 1))
+                    self._dropped |= frozenset(range(start, prev + 1))
                     removed += prev + 1 - start
             start = prev = p
         return removed
 
     def common_prefix(self, tokens: Sequence[int]) -> int:
-        n = min(len(tokens), len(self.tokens))
-        cached = self.tokens
+        n = min(len(tokens), len(self._tokens))
+        cached = self._tokens
         i = 0
         while i < n and cached[i] == tokens[i]:
             i += 1
@@ -445,11 +466,11 @@ class LlamaRuntime:
             raise ModelError(f"{len(tokens)} tokens do not fit the context window of {self.n_ctx}.")
         last = max(1, min(last, len(tokens)))
         keep = min(self.common_prefix(tokens), len(tokens) - last)
-        if self.dropped:
+        if self._dropped:
             # A cache with holes (anchor reduction) is only reused up to its first
             # hole: llama.cpp needs each new token right after the last one kept,
             # and a request that did not ask for reduction must see everything.
-            keep = min(keep, min(self.dropped))
+            keep = min(keep, min(self._dropped))
         self.truncate(keep)
         n = len(tokens) - keep
         return self.eval(tokens[keep:], outputs=range(n - last, n), hidden=hidden, copy=copy)
@@ -471,7 +492,7 @@ class LlamaRuntime:
         n = len(tokens)
         if n == 0:
             raise ValueError("eval needs at least one token")
-        if len(self.tokens) + n > self.n_ctx:
+        if len(self._tokens) + n > self.n_ctx:
             raise ModelError(f"The context window of {self.n_ctx} tokens is full.")
         if outputs == "last":
             want = [n - 1]
@@ -490,7 +511,7 @@ class LlamaRuntime:
                 logits_rows.append(row if keep_views else row.copy())
                 if hidden:
                     hidden_rows.append(self._row(self._lib.llama_get_embeddings_ith, i, self.n_embd).copy())
-                pos_rows.append(len(self.tokens) - (end - start) + i)
+                pos_rows.append(len(self._tokens) - (end - start) + i)
         hidden_arr = np.stack(hidden_rows) if hidden else np.empty((len(logits_rows), 0), np.float32)
         logits = logits_rows[0][None, :] if len(logits_rows) == 1 else np.stack(logits_rows)
         return Outputs(logits, hidden_arr, np.asarray(pos_rows))
@@ -526,7 +547,7 @@ class LlamaRuntime:
 
     def _decode(self, tokens: Sequence[int], outputs: Sequence[int], hidden: bool = True) -> None:
         """One ``llama_decode`` of *tokens* at the next positions."""
-        batch, base = self._batch, len(self.tokens)
+        batch, base = self._batch, len(self._tokens)
         flags = set(outputs)
         # Hidden states are only read where outputs are asked; without any
         # (bulk prefill) switch embeddings off so llama.cpp skips that work.
@@ -543,7 +564,7 @@ class LlamaRuntime:
         self.evaluated_tokens += len(tokens)
         if rc != 0:
             raise ModelError(f"llama_decode failed (code {rc}): the context may be full or memory short.")
-        self.tokens.extend(int(t) for t in tokens)
+        self._tokens += tuple(int(t) for t in tokens)
 
     def _set_embeddings(self, on: bool) -> None:
         if on != self._embeddings_on:

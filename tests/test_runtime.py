@@ -33,7 +33,21 @@ def test_eval_returns_logits_and_hidden_for_the_positions_asked(runtime):
     assert out.hidden.shape == (2, runtime.n_embd)
     assert out.positions.tolist() == [1, len(toks) - 1]
     assert np.isfinite(out.hidden).all() and not np.allclose(out.hidden[0], out.hidden[1])
-    assert runtime.tokens == toks
+    assert runtime.tokens == tuple(toks)
+
+
+def test_the_kv_bookkeeping_is_read_only_from_outside(runtime):
+    """One owner of the KV state (core/llama_runtime.py): callers read ``tokens`` and ``dropped``
+    and change the cache only through the runtime's methods."""
+    runtime.reset()
+    runtime.sync(runtime.tokenize("One. Two. Three"), hidden=False)
+    assert isinstance(runtime.tokens, tuple) and isinstance(runtime.dropped, frozenset)
+    for name in ("tokens", "dropped"):
+        with pytest.raises(AttributeError):
+            setattr(runtime, name, ())                  # no setter: assigning them is an error
+    assert runtime.drop([2, 3]) == 2 and runtime.dropped == {2, 3} and runtime.kv_cells == len(runtime.tokens) - 2
+    runtime.reset()
+    assert runtime.tokens == () and runtime.dropped == frozenset()
 
 
 def test_sync_reuses_the_longest_shared_prefix(runtime):
@@ -61,9 +75,9 @@ def test_truncate_forgets_the_tail(runtime):
     toks = runtime.tokenize("one two three four five")
     runtime.sync(toks)
     runtime.truncate(3)
-    assert runtime.tokens == toks[:3]
+    assert runtime.tokens == tuple(toks[:3])
     out = runtime.sync(toks)
-    assert runtime.tokens == toks and out.logits.shape[0] == 1
+    assert runtime.tokens == tuple(toks) and out.logits.shape[0] == 1
 
 
 def test_a_memory_that_cannot_drop_a_tail_keeps_the_context_it_kept(runtime, monkeypatch):
@@ -79,7 +93,7 @@ def test_a_memory_that_cannot_drop_a_tail_keeps_the_context_it_kept(runtime, mon
     monkeypatch.setattr(runtime._lib, "llama_memory_seq_rm", lambda *args: False)
     runtime.truncate(10)
     monkeypatch.undo()
-    assert runtime.tokens == toks[:10]
+    assert runtime.tokens == tuple(toks[:10])
     assert np.array_equal(runtime.eval(toks[10:11], hidden=False).logits[-1], expected)
 
 
@@ -125,3 +139,4 @@ def test_memory_check_counts_page_cache_as_available(tmp_path):
                        "MemAvailable:   20000000 kB\nCached:         19000000 kB\n", encoding="ascii")
     assert available_memory(str(meminfo)) == 20000000 * 1024
     assert available_memory(str(tmp_path / "missing")) is not None      # falls back to the system's figure
+
