@@ -36,7 +36,9 @@ from typing import Sequence
 
 import numpy as np
 
+from .batch_profile import BatchProfile, measure as measure_batch_profile
 from .errors import ModelError
+from .memory_budget import check_context, kv_cache_bytes
 
 _backend_lock = threading.Lock()
 _backend_ready = False
@@ -119,42 +121,6 @@ class Outputs:
     positions: np.ndarray
 
 
-@dataclass
-class BatchProfile:
-    """``exact``: largest batch decoded bit-identically to one token at a time; ``cost``: n -> time of
-    an n-token decode in single-token decodes (measured at 1, 2, 4, 8)."""
-
-    exact: int
-    cost: dict
-
-    def cost_of(self, n: int) -> float:
-        """Cost of an n-token decode, interpolated linearly between the measured sizes."""
-        sizes = sorted(self.cost)
-        if n <= sizes[0]:
-            return self.cost[sizes[0]] * n / sizes[0]
-        for a, b in zip(sizes, sizes[1:]):
-            if n <= b:
-                return self.cost[a] + (self.cost[b] - self.cost[a]) * (n - a) / (b - a)
-        a, b = sizes[-2], sizes[-1]
-        return self.cost[b] + (self.cost[b] - self.cost[a]) / (b - a) * (n - b)
-
-
-def available_memory(meminfo: str = "/proc/meminfo") -> int | None:
-    """Bytes the system can hand out without swapping: MemAvailable (page cache counts as
-    available), not free pages; None where the system does not say."""
-    try:
-        with open(meminfo, encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 class LlamaRuntime:
     """Owner of one llama.cpp model + context; all calls from one thread at a time."""
 
@@ -216,81 +182,26 @@ class LlamaRuntime:
 
     def kv_bytes(self, n_ctx: int) -> int:
         """Memory the KV cache of *n_ctx* tokens takes (f16 keys and values, every layer)."""
-        lib = self._lib
-        n_embd, n_head = lib.llama_model_n_embd(self.model), max(1, lib.llama_model_n_head(self.model))
-        kv_dim = n_embd // n_head * lib.llama_model_n_head_kv(self.model)
-        return 2 * 2 * lib.llama_model_n_layer(self.model) * kv_dim * n_ctx
+        lib, m = self._lib, self.model
+        return kv_cache_bytes(lib.llama_model_n_layer(m), lib.llama_model_n_embd(m), lib.llama_model_n_head(m),
+                              lib.llama_model_n_head_kv(m), n_ctx)
 
     def _check_memory(self, n_ctx: int) -> None:
         """Refuse a context whose cache cannot fit, before llama.cpp tries (and swaps, or dies)."""
-        need = self.kv_bytes(n_ctx)
-        free = available_memory()
-        if free is None:
-            return
-        if need > 0.8 * free:
+        try:
+            check_context(n_ctx, self.kv_bytes(n_ctx), self.model_path.name)
+        except ModelError:
             self._lib.llama_model_free(self.model)
             self.model = None
-            raise ModelError(
-                f"A context of {n_ctx:,} tokens needs about {need / 2**30:.1f} GiB for {self.model_path.name}'s "
-                f"cache; {free / 2**30:.1f} GiB of memory is available. Choose a smaller context size."
-            )
+            raise
 
-    def batch_profile(self, max_n: int = 8) -> "BatchProfile":
-        """How this build decodes batches: the largest exact batch, and what each size costs.
-
-        Some llama.cpp CPU builds (llamafile's sgemm kernels, on by default)
-        compute a batch of 3+ tokens with a different summation order than
-        one token at a time, so a batched check of drafts can pick another
-        token in a near-tie.  Measured once (about half a second; the KV
-        cache is cleared), then cached: drafts never exceed the exact size,
-        so drafting stays lossless on every build.
-        """
-        if self._batch_profile is not None:
-            return self._batch_profile
-        import time
-
-        text = ("Thank you for your message. I will look into the schedule and get back to you by Friday "
-                "with the updated numbers for the quarterly report. In the meantime, please send me the "
-                "signed contract and the invoice from March.")
-        toks = self.tokenize(text)
-        # Probed as verification runs: with hidden-state output off (no store) and on (chunks or
-        # kNN active, which switches llama.cpp to outputs for every token), at two positions.
-        exact = max_n
-        for hidden in (False, True):
-            for start in (12, 28):
-                exact = min(exact, self._exact_batch(toks[:start], toks[start:start + max_n], hidden))
-        head, tail = toks[:12], toks[12:12 + max_n]
-        self.reset()
-        self.eval(head)
-        costs = {}
-        for n in (1, 2, 4, 8):
-            if n > len(tail):
-                break
-            best = float("inf")
-            for _ in range(3):
-                self.truncate(len(head))
-                t0 = time.perf_counter()
-                self.eval(tail[:n], outputs="all", hidden=False)
-                best = min(best, time.perf_counter() - t0)
-            costs[n] = best
-        self.reset()
-        self._batch_profile = BatchProfile(exact, {n: c / costs[1] for n, c in costs.items()})
+    def batch_profile(self, max_n: int = 8) -> BatchProfile:
+        """How this build decodes batches: the largest batch decoded bit-identically to one token at a
+        time, and what each size costs.  Measured once (core/batch_profile.py; the KV cache is cleared),
+        then kept: drafts never exceed the exact size, so drafting stays lossless on every build."""
+        if self._batch_profile is None:
+            self._batch_profile = measure_batch_profile(self, max_n)
         return self._batch_profile
-
-    def _exact_batch(self, head: list[int], tail: list[int], hidden: bool) -> int:
-        """The largest n such that decoding tail[:n] as one batch gives, row for row, the logits
-        of decoding it one token at a time after *head* (bit for bit)."""
-        self.reset()
-        self.eval(head, hidden=hidden)
-        seq = [self.eval([t], hidden=hidden).logits[0].copy() for t in tail]
-        exact = 1
-        for n in range(2, len(tail) + 1):
-            self.truncate(len(head))
-            rows = self.eval(tail[:n], outputs="all", hidden=hidden).logits
-            if not all(np.array_equal(rows[i], seq[i]) for i in range(n)):
-                break
-            exact = n
-        return exact
 
     def close(self) -> None:
         lib = self._lib

@@ -132,11 +132,28 @@ def test_truncated_gguf_does_not_crash(tmp_path):
 def test_memory_check_counts_page_cache_as_available(tmp_path):
     """A machine with most memory in page cache has little *free* but plenty *available*: the
     context-size check read free pages and refused contexts that fit."""
-    from core.llama_runtime import available_memory
+    from core.memory_budget import available_memory
 
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       24000000 kB\nMemFree:          300000 kB\n"
                        "MemAvailable:   20000000 kB\nCached:         19000000 kB\n", encoding="ascii")
     assert available_memory(str(meminfo)) == 20000000 * 1024
     assert available_memory(str(tmp_path / "missing")) is not None      # falls back to the system's figure
+
+
+def test_a_context_too_large_for_memory_is_refused_before_llama_cpp_tries(monkeypatch):
+    from core import memory_budget
+    from core.errors import ModelError
+
+    need = memory_budget.kv_cache_bytes(n_layer=30, n_embd=576, n_head=9, n_head_kv=3, n_ctx=2048)
+    monkeypatch.setattr(memory_budget, "available_memory", lambda: int(need / memory_budget.HEADROOM))
+    memory_budget.check_context(2048, need, "m.gguf")                      # fits, just
+    with pytest.raises(ModelError, match="2,049 tokens needs"):
+        memory_budget.check_context(2049, need + 1, "m.gguf")
+    monkeypatch.setattr(memory_budget, "available_memory", lambda: None)
+    memory_budget.check_context(1 << 30, 1 << 60, "m.gguf")               # the system does not say: no check
+
+
+def test_kv_bytes_is_the_models_cache(runtime):
+    assert runtime.kv_bytes(2048) == 2048 * runtime.kv_bytes(1) > 0
 
