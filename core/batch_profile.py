@@ -1,10 +1,9 @@
 """How this llama.cpp build decodes batches: a micro-benchmark, measured once per runtime.
 
 Two numbers: the largest batch a decode computes bit-identically to one token
-at a time (some llama.cpp CPU builds -- llamafile's sgemm kernels, on by
-default -- sum a batch of 3+ tokens in another order, so a batched check of
-drafts can pick another token in a near-tie), and what an n-token decode
-costs in one-token decodes (drafting weighs a draft's length by it).  Callers ask
+at a time (point 2 of the bit-exactness contract in core/llama_runtime.py,
+which says why a build may fall short), and what an n-token decode costs in
+one-token decodes (drafting weighs a draft's length by it).  Callers ask
 :meth:`LlamaRuntime.batch_profile`, which measures through the public methods
 here once and keeps the result.
 

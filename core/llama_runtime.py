@@ -23,6 +23,59 @@ frozenset); other modules change the cache through ``eval``, ``sync``,
 ``truncate``, ``peek``, ``reset`` and ``drop``.  tests/test_architecture.py
 fails on a module that assigns to them or calls llama.cpp's decode, batch or
 KV-memory functions itself.
+
+Bit-exactness contract
+----------------------
+What Chunkwise relies on from llama.cpp to make plain decoding, drafts and
+chunk insertion lossless, stated here once; other modules refer to this
+section.
+
+What holds:
+
+1. *The plain path is llama-cpp-python's.*  ``eval`` and ``sync`` with
+   ``hidden=False`` (and ``peek``) decode as llama-cpp-python's ``Llama`` does:
+   the same context parameters (embeddings off, flash attention off,
+   ``n_ubatch = n_batch``) and the same decodes (a prompt in ``n_batch``
+   slices, then one token per decode).  Greedy decoding on it is
+   bit-identical to ``Llama.create_completion``.
+2. *Exact batches.*  A decode of k <= ``batch_profile().exact`` tokens
+   returns, row for row, the very logits and hidden states of k one-token
+   decodes.  llama.cpp does not promise this (llamafile's sgemm CPU kernels,
+   on by default, sum a batch of 3+ tokens in another order), so it is
+   measured once per runtime, hidden states off and on
+   (core/batch_profile.py).
+3. *Longer batches are equal within rounding.*  A chunk decoded in one
+   batch, a prompt's prefill, a prefix ``sync`` reuses and the head
+   ``_segments`` decodes apart give the logits and hidden states of going one
+   token at a time within :data:`BATCH_TOLERANCE` (absolute), so the same
+   greedy choices except in near-ties.  On a build without llamafile's
+   kernels (the README's install: ``exact`` is 8, the largest probed) they
+   are bit-identical too.
+4. *One mode at a time.*  Outputs are compared only within one mode, hidden
+   states off or on: with them on llama.cpp computes outputs for every token
+   of a decode, and nothing here promises equal bits across the modes.
+
+What the runtime does to keep it: the context parameters above; with
+``hidden=False`` the plain ``n_batch`` slices and embeddings off
+(``_plain_segments``); with ``hidden=True`` embeddings on only for decodes
+that return outputs, and a head of 32+ tokens with none asked decoded apart
+(``_segments``); a cache with holes (anchor reduction) reused only up to its
+first hole, so a request that did not ask for reduction sees every token
+(``sync``); a memory that cannot drop a tail cleared and its kept tokens
+decoded again (``truncate``).
+
+What callers may rely on:
+
+* a decoder with neither chunks nor kNN takes the plain path (``Engine.stream``
+  hands it no matcher when chunks are off or the store is empty), so its text
+  is llama-cpp-python's: tests/test_generation.py::test_empty_store_equals_plain_greedy_decoding;
+* a draft of at most ``exact - 1`` tokens after the sampled one (the default
+  ``draft_cap``) is checked in an exact batch, so drafting is lossless:
+  tests/test_runtime.py::test_batches_up_to_the_exact_size_are_single_steps_bit_for_bit,
+  tests/test_drafting.py::test_drafting_is_lossless_on_this_build;
+* a chunk inserted in one decode leaves the model where stepping through its
+  tokens one by one would (3.), and greedy choices after it are the same:
+  tests/test_runtime.py::test_a_chunk_in_one_decode_is_the_chunk_token_by_token.
 """
 from __future__ import annotations
 
@@ -39,6 +92,8 @@ import numpy as np
 from .batch_profile import BatchProfile, measure as measure_batch_profile
 from .errors import ModelError
 from .memory_budget import check_context, kv_cache_bytes
+
+BATCH_TOLERANCE = 0.05   # contract point 3: |one batch - one token at a time|, logits and hidden states
 
 _backend_lock = threading.Lock()
 _backend_ready = False
@@ -196,9 +251,8 @@ class LlamaRuntime:
             raise
 
     def batch_profile(self, max_n: int = 8) -> BatchProfile:
-        """How this build decodes batches: the largest batch decoded bit-identically to one token at a
-        time, and what each size costs.  Measured once (core/batch_profile.py; the KV cache is cleared),
-        then kept: drafts never exceed the exact size, so drafting stays lossless on every build."""
+        """How this build decodes batches: the largest exact batch (contract point 2), and what each
+        size costs.  Measured once (core/batch_profile.py; the KV cache is cleared), then kept."""
         if self._batch_profile is None:
             self._batch_profile = measure_batch_profile(self, max_n)
         return self._batch_profile
@@ -394,9 +448,8 @@ class LlamaRuntime:
 
         *outputs*: ``"last"``, ``"all"``, or indices into *tokens* whose
         logits (and, with *hidden*, final hidden states) to return.  Rows come
-        in ascending order.  ``hidden=False`` runs llama.cpp exactly as
-        llama-cpp-python's ``Llama`` does (embeddings off), which keeps plain
-        decoding bit-identical to it; ``Outputs.hidden`` is then empty.
+        in ascending order.  ``hidden=False`` is the plain path of the
+        bit-exactness contract (point 1); ``Outputs.hidden`` is then empty.
         ``copy=False`` returns a single logits row as a view into llama.cpp's
         buffer (no 200 KB copy per token), valid until the next decode.
         """

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from core.errors import ModelError
-from core.llama_runtime import LlamaRuntime, check_gguf
+from core.llama_runtime import BATCH_TOLERANCE, LlamaRuntime, check_gguf
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +157,70 @@ def test_a_context_too_large_for_memory_is_refused_before_llama_cpp_tries(monkey
 def test_kv_bytes_is_the_models_cache(runtime):
     assert runtime.kv_bytes(2048) == 2048 * runtime.kv_bytes(1) > 0
 
+
+# ------------------------------------------------------------ the bit-exactness contract
+# Stated once, in core/llama_runtime.py's docstring; these check its points 2 and 3 (point 1:
+# tests/test_generation.py::test_empty_store_equals_plain_greedy_decoding).
+
+CONTRACT_PROMPT = "Hi Tom,\n\nThanks for getting back to me so quickly. Please mail the package to our office at"
+CONTRACT_CHUNK = " 100 Innovation Drive, Tech Park, Silicon Valley, CA 94088, USA"
+
+
+def _token_by_token(runtime, head, tail, hidden):
+    """Logits (n, V) and hidden states (n, d) of *tail* decoded one token at a time after *head*."""
+    runtime.reset()
+    runtime.eval(head, hidden=hidden)
+    outs = [runtime.eval([t], hidden=hidden) for t in tail]
+    return np.stack([o.logits[0] for o in outs]), np.stack([o.hidden[0] for o in outs]) if hidden else None
+
+
+def _greedy(runtime, logits, n, hidden):
+    """*n* greedy choices from *logits* on, one decode each; and the top-2 margin at each."""
+    chosen, margins = [], []
+    for _ in range(n):
+        top2 = np.sort(logits)[-2:]
+        chosen.append(int(np.argmax(logits)))
+        margins.append(float(top2[1] - top2[0]))
+        logits = runtime.eval([chosen[-1]], hidden=hidden).logits[0].copy()
+    return chosen, margins
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_batches_up_to_the_exact_size_are_single_steps_bit_for_bit(runtime, hidden):
+    """Point 2, at positions the probe did not measure: every batch of up to ``exact`` tokens gives,
+    row for row, the bits of one token at a time (what keeps drafting lossless)."""
+    exact = runtime.batch_profile().exact
+    toks = runtime.tokenize(CONTRACT_PROMPT + CONTRACT_CHUNK)
+    head, tail = toks[:20], toks[20:20 + exact]
+    logits, states = _token_by_token(runtime, head, tail, hidden)
+    for n in range(1, exact + 1):
+        runtime.truncate(len(head))
+        out = runtime.eval(tail[:n], outputs="all", hidden=hidden)
+        assert np.array_equal(out.logits, logits[:n]), n
+        if hidden:
+            assert np.array_equal(out.hidden, states[:n]), n
+    runtime.reset()
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_a_chunk_in_one_decode_is_the_chunk_token_by_token(runtime, hidden):
+    """Point 3: a chunk of 22 tokens (past any exact size probed) decoded in one batch, as the
+    decoder inserts it, leaves logits and hidden states within BATCH_TOLERANCE of stepping through
+    it, and greedy decoding after it makes the same choices (a near-tie may flip, no more)."""
+    head = runtime.tokenize(CONTRACT_PROMPT)
+    chunk = runtime.tokenize(CONTRACT_CHUNK, add_special=False)
+    assert len(chunk) > 8
+    logits, states = _token_by_token(runtime, head, chunk, hidden)
+    after_steps = _greedy(runtime, logits[-1], 8, hidden)
+    for outputs in ("all", "last"):                    # "last": Decoder.decode_step's request
+        runtime.reset()
+        runtime.eval(head, hidden=hidden)
+        out = runtime.eval(chunk, outputs=outputs, hidden=hidden)
+        rows = slice(None) if outputs == "all" else slice(-1, None)
+        np.testing.assert_allclose(out.logits, logits[rows], rtol=0, atol=BATCH_TOLERANCE)
+        if hidden:
+            np.testing.assert_allclose(out.hidden, states[rows], rtol=0, atol=BATCH_TOLERANCE)
+        chosen, margins = _greedy(runtime, out.logits[-1].copy(), 8, hidden)
+        first_diff = next((i for i, (a, b) in enumerate(zip(chosen, after_steps[0])) if a != b), None)
+        assert first_diff is None or margins[first_diff] < 2 * BATCH_TOLERANCE, (chosen, after_steps[0])
+    runtime.reset()
