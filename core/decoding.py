@@ -26,7 +26,7 @@ import numpy as np
 from .anchors import AnchorReducer
 from .details import DetailGuard, find_details
 from .drafting import DraftLength, NGramDrafter
-from .encoding import LOCAL_WINDOW, Encoder
+from .encoding import Encoder, local_mean, local_rows, local_tail
 from .llama_runtime import LlamaRuntime
 from .knn import KnnLM
 from .matching import REPEATABLE_KINDS, ChunkMatcher, Proposal
@@ -181,8 +181,8 @@ class Decoder:
         self._line_break = False           # the model would break the line before the proposed chunk
         self._text = ""           # prompt tail + generated text, for matching's words
         self._encoder = Encoder(rt)
-        # Without chunks to match, hidden states are not needed: decode exactly
-        # as llama-cpp-python does, so plain greedy output is bit-identical.
+        # Without chunks to match (or kNN), no hidden states: the plain path of the
+        # bit-exactness contract (core/llama_runtime.py), point 1.
         self._chunks_on = self.matcher is not None and len(self.matcher) > 0
         self.knn = knn                     # kNN-LM mixing of the next-token distribution (PP-KD)
         self._hidden = self._chunks_on or knn is not None
@@ -263,7 +263,7 @@ class Decoder:
         """Bring the KV cache to *tokens*, evaluating only what is not cached."""
         self.stats.prompt_tokens = len(tokens)
         self.stats.prompt_reused = min(self.rt.common_prefix(tokens), len(tokens) - 1)
-        window = min(LOCAL_WINDOW, len(tokens)) if self._hidden else 1
+        window = local_rows(len(tokens)) if self._hidden else 1
         out = self.rt.sync(tokens, last=window, hidden=self._hidden, copy=False)   # logits (w, V), hidden (w, d)
         self._recent_hidden = list(out.hidden)
         return self._state(out.logits[-1])
@@ -443,7 +443,7 @@ class Decoder:
         self._draft_len.update(len(draft), n_ok, self._draft_kind)
         last = len(accepted) - 1
         if self._hidden:
-            self._recent_hidden = (self._recent_hidden + list(out.hidden[: last + 1]))[-LOCAL_WINDOW:]
+            self._recent_hidden = local_tail(self._recent_hidden + list(out.hidden[: last + 1]))
         return accepted, self._state(out.logits[last])
 
     def piece_for(self, tokens: list[int]) -> Piece:
@@ -460,7 +460,7 @@ class Decoder:
         want = [len(tokens) - 1]
         out = self.rt.eval(tokens, outputs=want, hidden=self._hidden, copy=False)  # logits (w, V), hidden (w, d)
         self.stats.forward_passes += 1
-        self._recent_hidden = (self._recent_hidden + list(out.hidden))[-LOCAL_WINDOW:]
+        self._recent_hidden = local_tail(self._recent_hidden + list(out.hidden))
         return self._state(out.logits[-1])
 
     def guard(self, piece: Piece) -> list[Piece]:
@@ -480,7 +480,7 @@ class Decoder:
     def _state(self, logits: np.ndarray) -> _State:
         if not self._hidden:
             return _State(logits, None, None)
-        return _State(logits, self._recent_hidden[-1], np.mean(self._recent_hidden, axis=0))
+        return _State(logits, self._recent_hidden[-1], local_mean(np.asarray(self._recent_hidden)))
 
     def _continuation_tokens(self, proposal: Proposal) -> list[int]:
         """Tokenize the chunk after the actual text, so BPE joins it as it would here."""
