@@ -187,19 +187,18 @@ class Decoder:
         self.knn = knn                     # kNN-LM mixing of the next-token distribution (PP-KD)
         self._hidden = self._chunks_on or knn is not None
         self.drafter = drafter if settings.draft else None
-        self._draft_len = DraftLength(cap=0)
+        self._draft_len = DraftLength(cap=0)   # with drafting: sized by run() (draft_length)
         self._draft_kind = 0          # what the current draft came from: n-gram order, or "chunk"
-        if self.drafter is not None:
-            # Measured once per runtime (it clears the KV cache: this runs before prefill).
-            profile = rt.batch_profile()
-            cap = profile.exact - 1 if settings.draft_cap is None else settings.draft_cap
-            self._draft_len = DraftLength(cost=profile.cost_of, cap=min(12, cap))
         self._pending: int | None = None   # the model's choice already sampled during verification
         self._anchors = AnchorReducer(rt, max(1, settings.anchor_keep)) if settings.anchor_keep is not None else None
 
     # ------------------------------------------------------------ the story
 
     def run(self, prompt_tokens: Sequence[int], prompt_text: str = "") -> Iterator[Piece]:
+        if self.drafter is not None:
+            # Here, not in the constructor: the first measure clears the KV cache, so it goes before
+            # prefill, and before the clock starts, as it did when the constructor ran it.
+            self._draft_len = self.draft_length()
         start = time.perf_counter()
         self._text = prompt_text[-2000:]
         self._prompt_chars = len(self._text)
@@ -256,6 +255,13 @@ class Decoder:
         self.stats.kv_cells, self.stats.kv_positions = self.rt.kv_cells, len(self.rt.tokens)
         self.stats.stop_reason = reason
         self.stats.seconds = time.perf_counter() - start
+
+    def draft_length(self) -> DraftLength:
+        """How long drafts may grow on this runtime, from its batch profile (measured on first use,
+        once per runtime, clearing the KV cache; kept by the runtime after that)."""
+        profile = self.rt.batch_profile()
+        cap = profile.exact - 1 if self.s.draft_cap is None else self.s.draft_cap
+        return DraftLength(cost=profile.cost_of, cap=min(12, cap))
 
     # ------------------------------------------------------------ the steps
 
