@@ -97,7 +97,7 @@ class Stats:
     draft_accepted: int = 0    # of those, tokens the model confirmed (its own choice)
     chunk_drafted: int = 0     # draft tokens that came from below-threshold chunks
     chunk_draft_accepted: int = 0
-    kv_cells: int = 0          # KV cells in use at the end (anchor reduction removes some)
+    kv_tokens_kept: int = 0    # tokens whose keys and values the cache keeps at the end (anchor reduction drops some)
     kv_positions: int = 0      # positions evaluated (what a full cache would hold)
 
     @property
@@ -128,7 +128,7 @@ class Stats:
                 "prompt_reused": self.prompt_reused, "truncated_tokens": self.truncated_tokens,
                 "stop_reason": self.stop_reason, "drafted": self.drafted, "draft_accepted": self.draft_accepted,
                 "chunk_drafted": self.chunk_drafted, "chunk_draft_accepted": self.chunk_draft_accepted,
-                "kv_cells": self.kv_cells, "kv_positions": self.kv_positions}
+                "kv_tokens_kept": self.kv_tokens_kept, "kv_positions": self.kv_positions}
 
 
 @dataclass
@@ -252,7 +252,7 @@ class Decoder:
             if self._anchors is not None and any(self._anchors.is_anchor(t) for t in tokens):
                 self._anchors.reduce()                # an anchor was generated (line 16)
         yield from self._flush(ended=reason in ("stop", "detail"))
-        self.stats.kv_cells, self.stats.kv_positions = self.rt.kv_cells, len(self.rt.tokens)
+        self.stats.kv_tokens_kept, self.stats.kv_positions = self.rt.kv_tokens_kept, len(self.rt.tokens)
         self.stats.stop_reason = reason
         self.stats.seconds = time.perf_counter() - start
 

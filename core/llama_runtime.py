@@ -386,8 +386,9 @@ class LlamaRuntime:
         self._dropped = frozenset()
 
     @property
-    def kv_cells(self) -> int:
-        """Cells in use: positions evaluated minus those anchor reduction removed."""
+    def kv_tokens_kept(self) -> int:
+        """Tokens whose keys and values the cache keeps: positions evaluated minus those anchor
+        reduction removed (this class's bookkeeping, not a count asked of llama.cpp)."""
         return len(self._tokens) - len(self._dropped)
 
     def drop(self, positions: Sequence[int]) -> int:

@@ -45,7 +45,7 @@ def test_the_kv_bookkeeping_is_read_only_from_outside(runtime):
     for name in ("tokens", "dropped"):
         with pytest.raises(AttributeError):
             setattr(runtime, name, ())                  # no setter: assigning them is an error
-    assert runtime.drop([2, 3]) == 2 and runtime.dropped == {2, 3} and runtime.kv_cells == len(runtime.tokens) - 2
+    assert runtime.drop([2, 3]) == 2 and runtime.dropped == {2, 3} and runtime.kv_tokens_kept == len(runtime.tokens) - 2
     runtime.reset()
     assert runtime.tokens == () and runtime.dropped == frozenset()
 
