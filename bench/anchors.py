@@ -45,7 +45,7 @@ def continuation_nll(rt, tokens, split, reduce: bool, keep: int) -> tuple[float,
         logits = rt.eval([tok], hidden=False).logits[-1].copy()
         if reduce and reducer.is_anchor(tok):
             reducer.reduce()
-    return float(np.mean(nll)), rt.kv_cells
+    return float(np.mean(nll)), rt.kv_tokens_kept
 
 
 def main() -> None:

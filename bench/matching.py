@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import machine, save_plot, table  # noqa: E402
 from core import Engine  # noqa: E402
-from core.encoding import Encoder, normalize_rows  # noqa: E402
+from core.encoding import Encoder, local_mean, local_rows, normalize_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OPENING = "Hi Tom,\n\nThanks for getting back to me so quickly. "
@@ -85,8 +85,8 @@ class Variants:
 
     def __call__(self, prompt: str) -> dict:
         toks = self.rt.tokenize(prompt)
-        out = self.rt.sync(toks, last=3)
-        pre, post, local = out.hidden[-2], out.hidden[-1], out.hidden.mean(axis=0)
+        out = self.rt.sync(toks, last=max(2, local_rows(len(toks))))          # pre needs two rows
+        pre, post, local = out.hidden[-2], out.hidden[-1], local_mean(out.hidden)
         res = {}
         s = self.keys_pre @ (pre / np.linalg.norm(pre))
         trie = self.entries == toks[-1]

@@ -32,7 +32,7 @@ from core import ChunkStore, Engine  # noqa: E402
 from core.encoding import local_mean  # noqa: E402
 from core.index import index_files  # noqa: E402
 from core.matching import ChunkMatcher  # noqa: E402
-from core.store import source_hash  # noqa: E402
+from core.store import Encoding  # noqa: E402
 
 PROMPTS = [
     "Hi Tom,\n\nThanks for the call today. If anything comes up, please give me a call at",
@@ -64,39 +64,33 @@ CENTRE, SPREAD = 0.8, 0.6   # context = centre of its chunk + its own noise (sib
 
 
 def fill_store(store: ChunkStore, model_id: int, stats, n_contexts: int, per_chunk: int = 5, seed: int = 0):
-    """n_contexts synthetic encodings in one transaction per 50k rows; returns chunk centres."""
+    """n_contexts synthetic encodings, 50k rows at a time; returns chunk centres.
+
+    Through the store's own methods, as a refresh writes them (chunks added, then the pending
+    contexts encoded): tokens sealed to their row in a keyed store, as users' are, so loading
+    decrypts every token blob as it does for them."""
     rng = np.random.default_rng(seed)
     colour = np.linalg.inv(stats.whitener).astype(np.float32)         # C^(1/2)
-    conn = store.db.conn
-    # Sealed as the store seals them, bound to their row (a keyed store decrypts every token blob on
-    # load, as users' do).
-    tokens = np.array([1, 2, 3], np.int32).tobytes()
+    tokens = (1, 2, 3)
     made = 0
     centres = []
     while made < n_contexts:
         batch = min(50_000, n_contexts - made)
         n_chunks = batch // per_chunk
-        conn.execute("BEGIN")
-        first = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0] + 1
-        conn.executemany("INSERT INTO chunks (id, text, kind, label, use_count) VALUES (?,?,?,?,0)",
-                         [(first + i, f"synthetic chunk {first + i}", "snippet", f"s{first + i}")
-                          for i in range(n_chunks)])
-        ctx_first = conn.execute("SELECT coalesce(max(id), 0) FROM contexts").fetchone()[0] + 1
-        rows = [(ctx_first + j, first + j // per_chunk, f"context {ctx_first + j}") for j in range(batch)]
-        conn.executemany("INSERT INTO contexts (id, chunk_id, text) VALUES (?,?,?)", rows)
+        first, ctx_first = (n + 1 for n in store.count())             # the row ids these will get
+        store.add_many([{"text": f"synthetic chunk {first + i}", "kind": "snippet", "label": f"s{first + i}",
+                         "contexts": [f"context {ctx_first + j}" for j in range(i * per_chunk, (i + 1) * per_chunk)]}
+                        for i in range(n_chunks)])
+        pending = store.pending_encodings(model_id)                   # this batch's contexts, in row order
+        assert len(pending) == n_chunks * per_chunk, "fill_store needs a store with every context encoded"
         centre = rng.standard_normal((n_chunks, colour.shape[0]), dtype=np.float32)
         centres.append(centre)
         z = CENTRE * np.repeat(centre, per_chunk, axis=0) + SPREAD * rng.standard_normal(
             (batch, colour.shape[0]), dtype=np.float32)
         raw = stats.mean + z @ colour
         local = stats.mean + (0.7 * z + 0.3 * rng.standard_normal(z.shape, dtype=np.float32)) @ colour
-        conn.executemany(
-            "INSERT INTO encodings (context_id, model_id, entry_token, chunk_tokens, vector, vector_local, source_hash)"
-            " VALUES (?,?,?,?,?,?,?)",
-            [(cid, model_id, 1, store._seal_tokens(tokens, model_id, cid), raw[j].astype(np.float16).tobytes(),
-              local[j].astype(np.float16).tobytes(), source_hash(text, f"synthetic chunk {chunk}"))
-             for j, (cid, chunk, text) in enumerate(rows)])
-        conn.commit()
+        store.save_encodings(model_id, [Encoding(p.context_id, 1, tokens, raw[j], local[j], p.source_hash)
+                                        for j, p in enumerate(pending)])
         made += batch
     return np.vstack(centres), colour
 

@@ -26,7 +26,7 @@ from bench.common import table  # noqa: E402
 from bench.personal import DATA, body_prompt, build_store, load_cases  # noqa: E402
 from core import ChunkStore, Engine  # noqa: E402
 from core import whose  # noqa: E402
-from core.encoding import LOCAL_WINDOW  # noqa: E402
+from core.encoding import local_mean, local_rows  # noqa: E402
 from core.slots import features  # noqa: E402
 
 BARS = (-0.5, -1.0, -1.5, -2.0, -2.5)
@@ -49,8 +49,9 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
             for c in items:
                 text = body_prompt(c["text"])
                 rt.reset()
-                out = rt.sync(rt.tokenize(text, add_special=True), last=LOCAL_WINDOW, hidden=True, copy=True)
-                hidden, local = out.hidden[-1], out.hidden.mean(axis=0)               # (d,), (d,)
+                tokens = rt.tokenize(text, add_special=True)
+                out = rt.sync(tokens, last=local_rows(len(tokens)), hidden=True, copy=True)
+                hidden, local = out.hidden[-1], local_mean(out.hidden)                # (d,), (d,)
                 probs = m.slots.predict(features(m.stats, hidden[None], local[None], [text]))[0]
                 agreement = m.type_agreement(hidden, local, text)
                 best, score = max(agreement.items(), key=lambda kv: kv[1]) if agreement else (None, 0.0)

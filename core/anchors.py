@@ -25,7 +25,8 @@ def is_anchor_piece(piece: bytes) -> bool:
 
 
 class AnchorReducer:
-    """Applies REDUCTION(C) to a runtime's sequence 0."""
+    """Applies REDUCTION(C) to a runtime's sequence 0: picks the positions to drop; the runtime,
+    the KV state's one owner, removes their cells (:meth:`LlamaRuntime.drop`)."""
 
     def __init__(self, rt: LlamaRuntime, keep_prefix: int):
         self.rt = rt
@@ -36,9 +37,9 @@ class AnchorReducer:
 
     def reduce(self) -> int:
         """C <- {c : index(c) >= j or c is an anchor}, j the last anchor; returns cells removed."""
-        tokens = self.rt.tokens
+        tokens, dropped = self.rt.tokens, self.rt.dropped          # read-only views of the runtime's KV state
         last = next((i for i in range(len(tokens) - 1, self.keep_prefix - 1, -1) if self.is_anchor(tokens[i])), None)
         if last is None:
             return 0
-        drop = [i for i in range(self.keep_prefix, last) if i not in self.rt.dropped and not self.is_anchor(tokens[i])]
+        drop = [i for i in range(self.keep_prefix, last) if i not in dropped and not self.is_anchor(tokens[i])]
         return self.rt.drop(drop)

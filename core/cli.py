@@ -203,7 +203,11 @@ def cmd_generate(args) -> int:
         print(f"chunkwise: note: {notice}", file=sys.stderr)
     if args.json:
         completion = generation.completion()
-        print(json.dumps(completion.as_dict(), ensure_ascii=False))
+        data = completion.as_dict()
+        # Deprecated alias, for one release (0.1.x): stats "kv_cells" is now "kv_tokens_kept" (it
+        # counts the tokens the cache keeps, not llama.cpp's cells).  Remove in the release after.
+        data["stats"]["kv_cells"] = data["stats"]["kv_tokens_kept"]
+        print(json.dumps(data, ensure_ascii=False))
     else:
         for piece in generation:
             sys.stdout.write(piece.text)

@@ -24,6 +24,8 @@ from pathlib import Path
 
 from sqlcipher3 import dbapi2 as sqlite
 
+from .paths import atomic_replace, fsync_dir, fsync_file
+
 Error = sqlite.Error
 DatabaseError = sqlite.DatabaseError
 OperationalError = sqlite.OperationalError
@@ -124,40 +126,28 @@ def _remove_stale_copies(target: Path, age_s: float = 3600.0) -> None:
 
 def _replace_with_copy(path: str, source, key: bytes, salt: bytes, expect: tuple, meta: dict | None = None) -> None:
     """Write *source* (a connection to *path*) into a copy keyed with *key*, then rename it over *path*."""
-    import tempfile
-
     target = Path(path)
     _remove_stale_copies(target)
     # A name of its own (owner-only from birth): a second Chunkwise converting the same store at the
     # same moment writes its own copy and never touches this one.
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".encrypting", dir=target.parent)
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        source.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        source.execute(f"ATTACH DATABASE ? AS sealed KEY \"x'{key.hex()}{salt.hex()}'\"", (str(tmp),))
-        for setting in CIPHER_SETTINGS:
-            source.execute(f"PRAGMA sealed.{setting}")
-        source.execute("SELECT sqlcipher_export('sealed')")
-        for k, v in (meta or {}).items():
-            source.execute("INSERT OR REPLACE INTO sealed.meta (key, value) VALUES (?, ?)", (k, v))
-        source.commit()
-        source.execute("DETACH DATABASE sealed")
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        if file_state(target) != expect:              # another Chunkwise converted it meanwhile
-            raise OperationalError("the store was re-encrypted by another Chunkwise meanwhile")
-        os.replace(tmp, target)
-    except BaseException:
-        source.close()
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_replace(target, suffix=".encrypting") as tmp:
+        try:
+            source.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            source.execute(f"ATTACH DATABASE ? AS sealed KEY \"x'{key.hex()}{salt.hex()}'\"", (str(tmp),))
+            for setting in CIPHER_SETTINGS:
+                source.execute(f"PRAGMA sealed.{setting}")
+            source.execute("SELECT sqlcipher_export('sealed')")
+            for k, v in (meta or {}).items():
+                source.execute("INSERT OR REPLACE INTO sealed.meta (key, value) VALUES (?, ?)", (k, v))
+            source.commit()
+            source.execute("DETACH DATABASE sealed")
+            fsync_file(tmp)                               # flushed first: the check stays right before the rename
+            if file_state(target) != expect:              # another Chunkwise converted it meanwhile
+                raise OperationalError("the store was re-encrypted by another Chunkwise meanwhile")
+        except BaseException:
+            source.close()                                # before the copy is removed (Windows keeps open files)
+            raise
     source.close()
     for side in ("-wal", "-shm", "-journal"):
         Path(f"{target}{side}").unlink(missing_ok=True)
-    try:
-        fd = os.open(target.parent, os.O_RDONLY)
-        os.fsync(fd)
-        os.close(fd)
-    except OSError:
-        pass
+    fsync_dir(target.parent)                              # the old file's sidecars gone for good too

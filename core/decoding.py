@@ -26,7 +26,7 @@ import numpy as np
 from .anchors import AnchorReducer
 from .details import DetailGuard, find_details
 from .drafting import DraftLength, NGramDrafter
-from .encoding import LOCAL_WINDOW, Encoder
+from .encoding import Encoder, local_mean, local_rows, local_tail
 from .llama_runtime import LlamaRuntime
 from .knn import KnnLM
 from .matching import REPEATABLE_KINDS, ChunkMatcher, Proposal
@@ -97,7 +97,7 @@ class Stats:
     draft_accepted: int = 0    # of those, tokens the model confirmed (its own choice)
     chunk_drafted: int = 0     # draft tokens that came from below-threshold chunks
     chunk_draft_accepted: int = 0
-    kv_cells: int = 0          # KV cells in use at the end (anchor reduction removes some)
+    kv_tokens_kept: int = 0    # tokens whose keys and values the cache keeps at the end (anchor reduction drops some)
     kv_positions: int = 0      # positions evaluated (what a full cache would hold)
 
     @property
@@ -128,7 +128,7 @@ class Stats:
                 "prompt_reused": self.prompt_reused, "truncated_tokens": self.truncated_tokens,
                 "stop_reason": self.stop_reason, "drafted": self.drafted, "draft_accepted": self.draft_accepted,
                 "chunk_drafted": self.chunk_drafted, "chunk_draft_accepted": self.chunk_draft_accepted,
-                "kv_cells": self.kv_cells, "kv_positions": self.kv_positions}
+                "kv_tokens_kept": self.kv_tokens_kept, "kv_positions": self.kv_positions}
 
 
 @dataclass
@@ -181,25 +181,24 @@ class Decoder:
         self._line_break = False           # the model would break the line before the proposed chunk
         self._text = ""           # prompt tail + generated text, for matching's words
         self._encoder = Encoder(rt)
-        # Without chunks to match, hidden states are not needed: decode exactly
-        # as llama-cpp-python does, so plain greedy output is bit-identical.
+        # Without chunks to match (or kNN), no hidden states: the plain path of the
+        # bit-exactness contract (core/llama_runtime.py), point 1.
         self._chunks_on = self.matcher is not None and len(self.matcher) > 0
         self.knn = knn                     # kNN-LM mixing of the next-token distribution (PP-KD)
         self._hidden = self._chunks_on or knn is not None
         self.drafter = drafter if settings.draft else None
-        self._draft_len = DraftLength(cap=0)
+        self._draft_len = DraftLength(cap=0)   # with drafting: sized by run() (draft_length)
         self._draft_kind = 0          # what the current draft came from: n-gram order, or "chunk"
-        if self.drafter is not None:
-            # Measured once per runtime (it clears the KV cache: this runs before prefill).
-            profile = rt.batch_profile()
-            cap = profile.exact - 1 if settings.draft_cap is None else settings.draft_cap
-            self._draft_len = DraftLength(cost=profile.cost_of, cap=min(12, cap))
         self._pending: int | None = None   # the model's choice already sampled during verification
         self._anchors = AnchorReducer(rt, max(1, settings.anchor_keep)) if settings.anchor_keep is not None else None
 
     # ------------------------------------------------------------ the story
 
     def run(self, prompt_tokens: Sequence[int], prompt_text: str = "") -> Iterator[Piece]:
+        if self.drafter is not None:
+            # Here, not in the constructor: the first measure clears the KV cache, so it goes before
+            # prefill, and before the clock starts, as it did when the constructor ran it.
+            self._draft_len = self.draft_length()
         start = time.perf_counter()
         self._text = prompt_text[-2000:]
         self._prompt_chars = len(self._text)
@@ -253,9 +252,16 @@ class Decoder:
             if self._anchors is not None and any(self._anchors.is_anchor(t) for t in tokens):
                 self._anchors.reduce()                # an anchor was generated (line 16)
         yield from self._flush(ended=reason in ("stop", "detail"))
-        self.stats.kv_cells, self.stats.kv_positions = self.rt.kv_cells, len(self.rt.tokens)
+        self.stats.kv_tokens_kept, self.stats.kv_positions = self.rt.kv_tokens_kept, len(self.rt.tokens)
         self.stats.stop_reason = reason
         self.stats.seconds = time.perf_counter() - start
+
+    def draft_length(self) -> DraftLength:
+        """How long drafts may grow on this runtime, from its batch profile (measured on first use,
+        once per runtime, clearing the KV cache; kept by the runtime after that)."""
+        profile = self.rt.batch_profile()
+        cap = profile.exact - 1 if self.s.draft_cap is None else self.s.draft_cap
+        return DraftLength(cost=profile.cost_of, cap=min(12, cap))
 
     # ------------------------------------------------------------ the steps
 
@@ -263,7 +269,7 @@ class Decoder:
         """Bring the KV cache to *tokens*, evaluating only what is not cached."""
         self.stats.prompt_tokens = len(tokens)
         self.stats.prompt_reused = min(self.rt.common_prefix(tokens), len(tokens) - 1)
-        window = min(LOCAL_WINDOW, len(tokens)) if self._hidden else 1
+        window = local_rows(len(tokens)) if self._hidden else 1
         out = self.rt.sync(tokens, last=window, hidden=self._hidden, copy=False)   # logits (w, V), hidden (w, d)
         self._recent_hidden = list(out.hidden)
         return self._state(out.logits[-1])
@@ -443,7 +449,7 @@ class Decoder:
         self._draft_len.update(len(draft), n_ok, self._draft_kind)
         last = len(accepted) - 1
         if self._hidden:
-            self._recent_hidden = (self._recent_hidden + list(out.hidden[: last + 1]))[-LOCAL_WINDOW:]
+            self._recent_hidden = local_tail(self._recent_hidden + list(out.hidden[: last + 1]))
         return accepted, self._state(out.logits[last])
 
     def piece_for(self, tokens: list[int]) -> Piece:
@@ -460,7 +466,7 @@ class Decoder:
         want = [len(tokens) - 1]
         out = self.rt.eval(tokens, outputs=want, hidden=self._hidden, copy=False)  # logits (w, V), hidden (w, d)
         self.stats.forward_passes += 1
-        self._recent_hidden = (self._recent_hidden + list(out.hidden))[-LOCAL_WINDOW:]
+        self._recent_hidden = local_tail(self._recent_hidden + list(out.hidden))
         return self._state(out.logits[-1])
 
     def guard(self, piece: Piece) -> list[Piece]:
@@ -480,7 +486,7 @@ class Decoder:
     def _state(self, logits: np.ndarray) -> _State:
         if not self._hidden:
             return _State(logits, None, None)
-        return _State(logits, self._recent_hidden[-1], np.mean(self._recent_hidden, axis=0))
+        return _State(logits, self._recent_hidden[-1], local_mean(np.asarray(self._recent_hidden)))
 
     def _continuation_tokens(self, proposal: Proposal) -> list[int]:
         """Tokenize the chunk after the actual text, so BPE joins it as it would here."""

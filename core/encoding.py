@@ -39,16 +39,58 @@ BACKGROUND_STRIDE = 2     # every 2nd paragraph: ~1,900 positions, half the star
 BACKGROUND_FILE = Path(__file__).resolve().parent / "data" / "background_emails.txt"
 
 
-def local_mean(states: np.ndarray, end: int, first: int = 0) -> np.ndarray:
-    """The local vector after row *end* of *states* (n, d): the mean of the LOCAL_WINDOW rows
-    ending there (inclusive), none before row *first*.  The one definition of "local".
+STATS_VERSION = 3
+_NO_SPACE_BEFORE = set(",.;:!?)]}'\"")
+
+
+# ------------------------------------------------------------ the local vector: defined here only
+# Everything that averages hidden states into a local vector goes through these, so a change of
+# LOCAL_WINDOW reaches the encoder, the decoder, the background statistics and the benches alike
+# (tests/test_encoding.py fails on a hand-made mean elsewhere).
+
+def local_rows(n: int, first: int = 0) -> int:
+    """How many trailing rows of *n* states the local vector at the last one averages: LOCAL_WINDOW,
+    fewer near the start (none before row *first*), never none.  What to ask the runtime for, so
+    that :func:`local_mean` of the rows it returns is the local vector.
+
+    >>> local_rows(10), local_rows(2), local_rows(2, first=1), local_rows(1, first=1)
+    (3, 2, 1, 1)
+    """
+    return max(1, min(LOCAL_WINDOW, n - first))
+
+
+def local_mean(states: np.ndarray, end: int | None = None, first: int = 0) -> np.ndarray:
+    """The local vector after row *end* (default: the last) of *states* (n, d): the mean of the
+    LOCAL_WINDOW rows ending there (inclusive), none before row *first*.  The one definition of "local".
 
     >>> local_mean(np.arange(10.0).reshape(5, 2), end=3).tolist(), local_mean(np.ones((2, 2)), 1, first=1).tolist()
     ([4.0, 5.0], [1.0, 1.0])
+    >>> local_mean(np.arange(10.0).reshape(5, 2)).tolist()
+    [6.0, 7.0]
     """
+    end = len(states) - 1 if end is None else end
     return states[max(first, end - LOCAL_WINDOW + 1): end + 1].mean(axis=0)
-STATS_VERSION = 3
-_NO_SPACE_BEFORE = set(",.;:!?)]}'\"")
+
+
+def local_tail(rows: list) -> list:
+    """The last rows of a growing list of states that a later local vector can still use."""
+    return rows[-LOCAL_WINDOW:]
+
+
+def local_means(states: np.ndarray, first: int = 0) -> np.ndarray:
+    """Local vectors (m, d) at every row of *states* (n, d) with a whole window from row *first* on:
+    rows ``first + LOCAL_WINDOW - 1`` to the last, so they belong to ``states[n - m:]``.
+
+    Running sums instead of :func:`local_mean` per row (the background statistics take thousands);
+    equal to it up to rounding (tests/test_encoding.py), and kept exactly as the shipped statistics
+    were measured (float64 from the subtraction on).
+
+    >>> local_means(np.arange(10.0).reshape(5, 2), first=1).tolist()
+    [[4.0, 5.0], [6.0, 7.0]]
+    """
+    cums = np.cumsum(states[first:], axis=0)
+    local = (cums[LOCAL_WINDOW - 1:] - np.vstack([np.zeros((1, states.shape[1])), cums[:-LOCAL_WINDOW]]))
+    return local / LOCAL_WINDOW
 
 
 def join_context(context: str, chunk: str) -> str:
@@ -117,22 +159,21 @@ class ModelStats:
         """Run the model over the background text (a few seconds for a small model)."""
         text = BACKGROUND_FILE.read_text(encoding="utf-8")
         paragraphs = [p for p in text.split("\n\n") if p.strip()][::BACKGROUND_STRIDE]
-        rows, local_rows = [], []
+        rows, locals_ = [], []
         for i, para in enumerate(paragraphs):
             toks = rt.tokenize(para)[: min(rt.n_ctx, 512)]
             if len(toks) < 4:
                 continue
             rt.reset()
             hidden = rt.eval(toks, outputs="all").hidden                    # (n, d)
-            cums = np.cumsum(hidden[1:], axis=0)                           # skip BOS
-            local = (cums[LOCAL_WINDOW - 1:] - np.vstack([np.zeros((1, hidden.shape[1])), cums[:-LOCAL_WINDOW]]))
-            rows.append(hidden[LOCAL_WINDOW:])
-            local_rows.append(local / LOCAL_WINDOW)
+            local = local_means(hidden, first=1)                           # skip BOS
+            rows.append(hidden[len(hidden) - len(local):])                 # the same positions' states
+            locals_.append(local)
             if progress:
                 progress(i + 1, len(paragraphs))
         rt.reset()
         states = np.vstack(rows).astype(np.float64)
-        locals_ = np.vstack(local_rows)
+        locals_ = np.vstack(locals_)
         mean = states.mean(axis=0)
         cov = np.cov((states - mean).T)
         dim = cov.shape[0]
@@ -185,14 +226,13 @@ class Encoder:
 
     def encode(self, pending: PendingEncoding) -> Encoding:
         ctx_tokens, chunk_tokens = self.split(pending.context, pending.chunk)
-        window = min(LOCAL_WINDOW, max(1, len(ctx_tokens) - 1))
-        out = self.rt.sync(ctx_tokens, last=window)
+        out = self.rt.sync(ctx_tokens, last=local_rows(len(ctx_tokens), first=1))   # BOS out, unless alone
         return Encoding(
             context_id=pending.context_id,
             entry_token=ctx_tokens[-1],
             chunk_tokens=tuple(chunk_tokens),
             vector=out.hidden[-1],
-            vector_local=out.hidden.mean(axis=0),
+            vector_local=local_mean(out.hidden),
             source_hash=pending.source_hash,
         )
 

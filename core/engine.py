@@ -355,7 +355,7 @@ class Engine:
                                   request.sample_acceptance, request.draft, keep, draft_cap=request.draft_cap,
                                   guard_details=request.guard_details, first_rank=request.first_rank,
                                   natural_end=request.natural_end)
-        matcher = None
+        matcher = None      # none without chunks: the plain path of the bit-exactness contract (core/llama_runtime.py)
         if request.use_chunks and self.store.count()[0] > 0:
             if not self._refreshed:
                 self.refresh(self._progress)

@@ -108,12 +108,13 @@ class VectorIndex:
 
         With the store's *key* (core/crypto.StoreKey) both are sealed: the vectors are hidden
         states of the user's text, and the manifest's hashes fingerprint it."""
-        from .paths import atomic_write
+        from .paths import atomic_write, fsync_file
 
         path = Path(path)
         data = path.with_name(f"{path.name}.{secrets.token_hex(6)}.bin")
-        # Created owner-only before anything is written into it; no manifest names it until it is
-        # complete, and a data file a crash cut short is removed by the next save.
+        # Not atomic_replace: a new name, not a replacement; the manifest (atomic_write) is the commit
+        # point.  Created owner-only before anything is written into it; no manifest names it until it
+        # is complete, and a data file a crash cut short is removed by the next save.
         os.close(os.open(data, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         try:
             if key is None:
@@ -121,8 +122,7 @@ class VectorIndex:
             else:
                 with open(data, "wb") as fh:
                     fh.write(key.seal_file(self._state_bytes(), _purpose("data", model_identity, data.name)))
-            with open(data, "rb+") as fh:
-                os.fsync(fh.fileno())             # on disk before a manifest can name it
+            fsync_file(data)                      # on disk before a manifest can name it
         except BaseException:
             data.unlink(missing_ok=True)
             raise

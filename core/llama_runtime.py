@@ -12,6 +12,70 @@ next-token logits and the final hidden state (the paper's context vector
 >>> out = rt.sync(rt.tokenize("Dear Anna,"))           # doctest: +SKIP
 >>> out.logits.shape, out.hidden.shape                 # doctest: +SKIP
 ((1, 49152), (1, 576))
+
+One owner of the KV state
+-------------------------
+Only this module changes the KV cache and its bookkeeping: the llama.cpp
+memory of sequence 0, :attr:`LlamaRuntime.tokens` (what the cache holds,
+position by position) and :attr:`LlamaRuntime.dropped` (positions whose cells
+anchor reduction removed).  Both are read-only from outside (a tuple and a
+frozenset); other modules change the cache through ``eval``, ``sync``,
+``truncate``, ``peek``, ``reset`` and ``drop``.  tests/test_architecture.py
+fails on a module that assigns to them or calls llama.cpp's decode, batch or
+KV-memory functions itself.
+
+Bit-exactness contract
+----------------------
+What Chunkwise relies on from llama.cpp to make plain decoding, drafts and
+chunk insertion lossless, stated here once; other modules refer to this
+section.
+
+What holds:
+
+1. *The plain path is llama-cpp-python's.*  ``eval`` and ``sync`` with
+   ``hidden=False`` (and ``peek``) decode as llama-cpp-python's ``Llama`` does:
+   the same context parameters (embeddings off, flash attention off,
+   ``n_ubatch = n_batch``) and the same decodes (a prompt in ``n_batch``
+   slices, then one token per decode).  Greedy decoding on it is
+   bit-identical to ``Llama.create_completion``.
+2. *Exact batches.*  A decode of k <= ``batch_profile().exact`` tokens
+   returns, row for row, the very logits and hidden states of k one-token
+   decodes.  llama.cpp does not promise this (llamafile's sgemm CPU kernels,
+   on by default, sum a batch of 3+ tokens in another order), so it is
+   measured once per runtime, hidden states off and on
+   (core/batch_profile.py).
+3. *Longer batches are equal within rounding.*  A chunk decoded in one
+   batch, a prompt's prefill, a prefix ``sync`` reuses and the head
+   ``_segments`` decodes apart give the logits and hidden states of going one
+   token at a time within :data:`BATCH_TOLERANCE` (absolute), so the same
+   greedy choices except in near-ties.  On a build without llamafile's
+   kernels (the README's install: ``exact`` is 8, the largest probed) they
+   are bit-identical too.
+4. *One mode at a time.*  Outputs are compared only within one mode, hidden
+   states off or on: with them on llama.cpp computes outputs for every token
+   of a decode, and nothing here promises equal bits across the modes.
+
+What the runtime does to keep it: the context parameters above; with
+``hidden=False`` the plain ``n_batch`` slices and embeddings off
+(``_plain_segments``); with ``hidden=True`` embeddings on only for decodes
+that return outputs, and a head of 32+ tokens with none asked decoded apart
+(``_segments``); a cache with holes (anchor reduction) reused only up to its
+first hole, so a request that did not ask for reduction sees every token
+(``sync``); a memory that cannot drop a tail cleared and its kept tokens
+decoded again (``truncate``).
+
+What callers may rely on:
+
+* a decoder with neither chunks nor kNN takes the plain path (``Engine.stream``
+  hands it no matcher when chunks are off or the store is empty), so its text
+  is llama-cpp-python's: tests/test_generation.py::test_empty_store_equals_plain_greedy_decoding;
+* a draft of at most ``exact - 1`` tokens after the sampled one (the default
+  ``draft_cap``) is checked in an exact batch, so drafting is lossless:
+  tests/test_runtime.py::test_batches_up_to_the_exact_size_are_single_steps_bit_for_bit,
+  tests/test_drafting.py::test_drafting_is_lossless_on_this_build;
+* a chunk inserted in one decode leaves the model where stepping through its
+  tokens one by one would (3.), and greedy choices after it are the same:
+  tests/test_runtime.py::test_a_chunk_in_one_decode_is_the_chunk_token_by_token.
 """
 from __future__ import annotations
 
@@ -25,7 +89,11 @@ from typing import Sequence
 
 import numpy as np
 
+from .batch_profile import BatchProfile, measure as measure_batch_profile
 from .errors import ModelError
+from .memory_budget import check_context, kv_cache_bytes
+
+BATCH_TOLERANCE = 0.05   # contract point 3: |one batch - one token at a time|, logits and hidden states
 
 _backend_lock = threading.Lock()
 _backend_ready = False
@@ -108,42 +176,6 @@ class Outputs:
     positions: np.ndarray
 
 
-@dataclass
-class BatchProfile:
-    """``exact``: largest batch decoded bit-identically to one token at a time; ``cost``: n -> time of
-    an n-token decode in single-token decodes (measured at 1, 2, 4, 8)."""
-
-    exact: int
-    cost: dict
-
-    def cost_of(self, n: int) -> float:
-        """Cost of an n-token decode, interpolated linearly between the measured sizes."""
-        sizes = sorted(self.cost)
-        if n <= sizes[0]:
-            return self.cost[sizes[0]] * n / sizes[0]
-        for a, b in zip(sizes, sizes[1:]):
-            if n <= b:
-                return self.cost[a] + (self.cost[b] - self.cost[a]) * (n - a) / (b - a)
-        a, b = sizes[-2], sizes[-1]
-        return self.cost[b] + (self.cost[b] - self.cost[a]) / (b - a) * (n - b)
-
-
-def available_memory(meminfo: str = "/proc/meminfo") -> int | None:
-    """Bytes the system can hand out without swapping: MemAvailable (page cache counts as
-    available), not free pages; None where the system does not say."""
-    try:
-        with open(meminfo, encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 class LlamaRuntime:
     """Owner of one llama.cpp model + context; all calls from one thread at a time."""
 
@@ -191,8 +223,8 @@ class LlamaRuntime:
         self._batch = lib.llama_batch_init(self.n_batch, 0, 1)
         self._memory = lib.llama_get_memory(self.ctx)
         self._embeddings_on = True
-        self.tokens: list[int] = []  # what the KV cache holds, position by position
-        self.dropped: set[int] = set()  # positions whose cells anchor reduction removed (holes)
+        self._tokens: tuple[int, ...] = ()  # what the KV cache holds, position by position
+        self._dropped: frozenset[int] = frozenset()  # positions whose cells anchor reduction removed (holes)
         self._batch_profile: BatchProfile | None = None
         self.identity = model_identity(self.model_path)
         self.name = self.model_path.name
@@ -205,81 +237,25 @@ class LlamaRuntime:
 
     def kv_bytes(self, n_ctx: int) -> int:
         """Memory the KV cache of *n_ctx* tokens takes (f16 keys and values, every layer)."""
-        lib = self._lib
-        n_embd, n_head = lib.llama_model_n_embd(self.model), max(1, lib.llama_model_n_head(self.model))
-        kv_dim = n_embd // n_head * lib.llama_model_n_head_kv(self.model)
-        return 2 * 2 * lib.llama_model_n_layer(self.model) * kv_dim * n_ctx
+        lib, m = self._lib, self.model
+        return kv_cache_bytes(lib.llama_model_n_layer(m), lib.llama_model_n_embd(m), lib.llama_model_n_head(m),
+                              lib.llama_model_n_head_kv(m), n_ctx)
 
     def _check_memory(self, n_ctx: int) -> None:
         """Refuse a context whose cache cannot fit, before llama.cpp tries (and swaps, or dies)."""
-        need = self.kv_bytes(n_ctx)
-        free = available_memory()
-        if free is None:
-            return
-        if need > 0.8 * free:
+        try:
+            check_context(n_ctx, self.kv_bytes(n_ctx), self.model_path.name)
+        except ModelError:
             self._lib.llama_model_free(self.model)
             self.model = None
-            raise ModelError(
-                f"A context of {n_ctx:,} tokens needs about {need / 2**30:.1f} GiB for {self.model_path.name}'s "
-                f"cache; {free / 2**30:.1f} GiB of memory is available. Choose a smaller context size."
-            )
+            raise
 
-    def batch_profile(self, max_n: int = 8) -> "BatchProfile":
-        """How this build decodes batches: the largest exact batch, and what each size costs.
-
-        Some llama.cpp CPU builds (llamafile's sgemm kernels, on by default)
-        compute a batch of 3+ tokens with a different summation order than
-        one token at a time, so a batched check of drafts can pick another
-        token in a near-tie.  Measured once (about half a second; the KV
-        cache is cleared), then cached: drafts never exceed the exact size,
-        so drafting stays lossless on every build.
-        """
-        if self._batch_profile is not None:
-            return self._batch_profile
-        import time
-
-        text = ("Thank you for your message. I will look into the schedule and get back to you by Friday "
-                "with the updated numbers for the quarterly report. In the meantime, please send me the "
-                "signed contract and the invoice from March.")
-        toks = self.tokenize(text)
-        # Probed as verification runs: with hidden-state output off (no store) and on (chunks or
-        # kNN active, which switches llama.cpp to outputs for every token), at two positions.
-        exact = max_n
-        for hidden in (False, True):
-            for start in (12, 28):
-                exact = min(exact, self._exact_batch(toks[:start], toks[start:start + max_n], hidden))
-        head, tail = toks[:12], toks[12:12 + max_n]
-        self.reset()
-        self.eval(head)
-        costs = {}
-        for n in (1, 2, 4, 8):
-            if n > len(tail):
-                break
-            best = float("inf")
-            for _ in range(3):
-                self.truncate(len(head))
-                t0 = time.perf_counter()
-                self.eval(tail[:n], outputs="all", hidden=False)
-                best = min(best, time.perf_counter() - t0)
-            costs[n] = best
-        self.reset()
-        self._batch_profile = BatchProfile(exact, {n: c / costs[1] for n, c in costs.items()})
+    def batch_profile(self, max_n: int = 8) -> BatchProfile:
+        """How this build decodes batches: the largest exact batch (contract point 2), and what each
+        size costs.  Measured once (core/batch_profile.py; the KV cache is cleared), then kept."""
+        if self._batch_profile is None:
+            self._batch_profile = measure_batch_profile(self, max_n)
         return self._batch_profile
-
-    def _exact_batch(self, head: list[int], tail: list[int], hidden: bool) -> int:
-        """The largest n such that decoding tail[:n] as one batch gives, row for row, the logits
-        of decoding it one token at a time after *head* (bit for bit)."""
-        self.reset()
-        self.eval(head, hidden=hidden)
-        seq = [self.eval([t], hidden=hidden).logits[0].copy() for t in tail]
-        exact = 1
-        for n in range(2, len(tail) + 1):
-            self.truncate(len(head))
-            rows = self.eval(tail[:n], outputs="all", hidden=hidden).logits
-            if not all(np.array_equal(rows[i], seq[i]) for i in range(n)):
-                break
-            exact = n
-        return exact
 
     def close(self) -> None:
         lib = self._lib
@@ -364,21 +340,31 @@ class LlamaRuntime:
 
     # ------------------------------------------------------------ KV cache
 
+    @property
+    def tokens(self) -> tuple[int, ...]:
+        """What the KV cache holds, position by position (read-only: change it through this class)."""
+        return self._tokens
+
+    @property
+    def dropped(self) -> frozenset[int]:
+        """Positions whose cells anchor reduction removed (holes); read-only, see :meth:`drop`."""
+        return self._dropped
+
     def truncate(self, n: int) -> None:
         """Forget cached tokens from position *n* on."""
-        if n < len(self.tokens):
+        if n < len(self._tokens):
             ok = self._lib.llama_memory_seq_rm(self._memory, 0, n, -1)
             if not ok:
                 # A model whose memory cannot drop a tail (a recurrent state): clear it and decode the
                 # kept tokens again, so what follows still sees its context (clearing alone went on at
                 # position 0 with none).  Costs one prefill of the kept tokens.
-                kept = self.tokens[:n]
+                kept = self._tokens[:n]
                 self.reset()
                 if kept:
                     self.eval(kept, outputs="last", hidden=False)
                 return
-            del self.tokens[n:]
-            self.dropped = {p for p in self.dropped if p < n}
+            self._tokens = self._tokens[:n]
+            self._dropped = frozenset(p for p in self._dropped if p < n)
 
     def peek(self, tokens: Sequence[int]) -> np.ndarray:
         """Log-probabilities (V,) of the token after *tokens* appended to the cache; the cache is left as it was.
@@ -386,7 +372,7 @@ class LlamaRuntime:
         A what-if evaluation: matching asks the model how the text would go on
         ("... (that is my" or "... (that is her") without changing the story.
         """
-        n = len(self.tokens)
+        n = len(self._tokens)
         try:
             logits = self.eval(tokens, outputs="last", hidden=False).logits[-1].astype(np.float64)
         finally:
@@ -396,13 +382,14 @@ class LlamaRuntime:
 
     def reset(self) -> None:
         self._lib.llama_memory_clear(self._memory, True)
-        self.tokens.clear()
-        self.dropped.clear()
+        self._tokens = ()
+        self._dropped = frozenset()
 
     @property
-    def kv_cells(self) -> int:
-        """Cells in use: positions evaluated minus those anchor reduction removed."""
-        return len(self.tokens) - len(self.dropped)
+    def kv_tokens_kept(self) -> int:
+        """Tokens whose keys and values the cache keeps: positions evaluated minus those anchor
+        reduction removed (this class's bookkeeping, not a count asked of llama.cpp)."""
+        return len(self._tokens) - len(self._dropped)
 
     def drop(self, positions: Sequence[int]) -> int:
         """Remove these positions' keys and values; later tokens keep their positions.
@@ -411,7 +398,7 @@ class LlamaRuntime:
         token goes after the last one), attention simply no longer sees them.
         Returns how many cells were removed.
         """
-        todo = sorted(set(positions) - self.dropped)
+        todo = sorted(set(positions) - self._dropped)
         removed = 0
         start = prev = None
         for p in todo + [None]:
@@ -420,14 +407,14 @@ class LlamaRuntime:
                 continue
             if start is not None:
                 if self._lib.llama_memory_seq_rm(self._memory, 0, start, prev + 1):
-                    self.dropped.update(range(start, prev + 1))
+                    self._dropped |= frozenset(range(start, prev + 1))
                     removed += prev + 1 - start
             start = prev = p
         return removed
 
     def common_prefix(self, tokens: Sequence[int]) -> int:
-        n = min(len(tokens), len(self.tokens))
-        cached = self.tokens
+        n = min(len(tokens), len(self._tokens))
+        cached = self._tokens
         i = 0
         while i < n and cached[i] == tokens[i]:
             i += 1
@@ -445,11 +432,11 @@ class LlamaRuntime:
             raise ModelError(f"{len(tokens)} tokens do not fit the context window of {self.n_ctx}.")
         last = max(1, min(last, len(tokens)))
         keep = min(self.common_prefix(tokens), len(tokens) - last)
-        if self.dropped:
+        if self._dropped:
             # A cache with holes (anchor reduction) is only reused up to its first
             # hole: llama.cpp needs each new token right after the last one kept,
             # and a request that did not ask for reduction must see everything.
-            keep = min(keep, min(self.dropped))
+            keep = min(keep, min(self._dropped))
         self.truncate(keep)
         n = len(tokens) - keep
         return self.eval(tokens[keep:], outputs=range(n - last, n), hidden=hidden, copy=copy)
@@ -462,16 +449,15 @@ class LlamaRuntime:
 
         *outputs*: ``"last"``, ``"all"``, or indices into *tokens* whose
         logits (and, with *hidden*, final hidden states) to return.  Rows come
-        in ascending order.  ``hidden=False`` runs llama.cpp exactly as
-        llama-cpp-python's ``Llama`` does (embeddings off), which keeps plain
-        decoding bit-identical to it; ``Outputs.hidden`` is then empty.
+        in ascending order.  ``hidden=False`` is the plain path of the
+        bit-exactness contract (point 1); ``Outputs.hidden`` is then empty.
         ``copy=False`` returns a single logits row as a view into llama.cpp's
         buffer (no 200 KB copy per token), valid until the next decode.
         """
         n = len(tokens)
         if n == 0:
             raise ValueError("eval needs at least one token")
-        if len(self.tokens) + n > self.n_ctx:
+        if len(self._tokens) + n > self.n_ctx:
             raise ModelError(f"The context window of {self.n_ctx} tokens is full.")
         if outputs == "last":
             want = [n - 1]
@@ -490,7 +476,7 @@ class LlamaRuntime:
                 logits_rows.append(row if keep_views else row.copy())
                 if hidden:
                     hidden_rows.append(self._row(self._lib.llama_get_embeddings_ith, i, self.n_embd).copy())
-                pos_rows.append(len(self.tokens) - (end - start) + i)
+                pos_rows.append(len(self._tokens) - (end - start) + i)
         hidden_arr = np.stack(hidden_rows) if hidden else np.empty((len(logits_rows), 0), np.float32)
         logits = logits_rows[0][None, :] if len(logits_rows) == 1 else np.stack(logits_rows)
         return Outputs(logits, hidden_arr, np.asarray(pos_rows))
@@ -526,7 +512,7 @@ class LlamaRuntime:
 
     def _decode(self, tokens: Sequence[int], outputs: Sequence[int], hidden: bool = True) -> None:
         """One ``llama_decode`` of *tokens* at the next positions."""
-        batch, base = self._batch, len(self.tokens)
+        batch, base = self._batch, len(self._tokens)
         flags = set(outputs)
         # Hidden states are only read where outputs are asked; without any
         # (bulk prefill) switch embeddings off so llama.cpp skips that work.
@@ -543,7 +529,7 @@ class LlamaRuntime:
         self.evaluated_tokens += len(tokens)
         if rc != 0:
             raise ModelError(f"llama_decode failed (code {rc}): the context may be full or memory short.")
-        self.tokens.extend(int(t) for t in tokens)
+        self._tokens += tuple(int(t) for t in tokens)
 
     def _set_embeddings(self, on: bool) -> None:
         if on != self._embeddings_on:

@@ -6,7 +6,10 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from .errors import ModelError
 
@@ -39,33 +42,64 @@ def shipped_for_model(kind: str, identity: str) -> Path:
     return SHIPPED_DIR / f"{kind}-{hashlib.sha1(content.encode()).hexdigest()[:12]}.npz"
 
 
+def fsync_file(path: str | os.PathLike) -> None:
+    """Flush *path*'s bytes to disk (written by anyone: this process, hnswlib, SQLite)."""
+    with open(path, "rb+") as fh:
+        os.fsync(fh.fileno())
+
+
+def fsync_dir(folder: str | os.PathLike) -> None:
+    """Flush *folder*'s entries (a rename, a new or removed file) to disk.  Best effort: some
+    systems (Windows) cannot open a folder, and there the rename is as durable as they make it."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def atomic_replace(path: str | os.PathLike, mode: int = 0o600, suffix: str = ".tmp") -> Iterator[Path]:
+    """Yield a temporary path to write *path*'s new content into; on a clean exit it replaces *path*,
+    so a crash leaves the old file or the new one, never half of either.  The one way Chunkwise
+    replaces a file (:func:`atomic_write` for bytes; SQLite copies write into the path themselves).
+
+    The temporary file lies beside the target (same file system, so the rename is atomic) as
+    ``.<name>.<random><suffix>``, owner-only from its creation; on exit it is flushed to disk, given
+    *mode* (owner-only by default: what Chunkwise writes is the user's), renamed over the target,
+    and the folder flushed so the rename itself survives a power cut.  On any exception (or a
+    failed flush or rename) the temporary file is removed and the target left as it was.
+    """
+    path = Path(path)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        fsync_file(tmp)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
 def atomic_write(path: str | os.PathLike, data: bytes | str, mode: int = 0o600) -> None:
-    """Write *data* to *path* so that a crash leaves the old file or the new one, never half of either.
+    """Write *data* (text as UTF-8) to *path* through :func:`atomic_replace`.  Raises OSError.
 
-    A temporary file beside the target (same file system), flushed and fsynced, given *mode*
-    (owner-only by default: what Chunkwise writes is the user's), then renamed over the target.
-    The temporary file is removed on any failure.  Raises OSError.
-
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+    >>> p = Path(tempfile.mkdtemp()) / "a.txt"
     >>> atomic_write(p, "hello"); p.read_text(), oct(p.stat().st_mode & 0o777)
     ('hello', '0o600')
     """
-    import tempfile
-
-    path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_replace(path, mode) as tmp:
+        tmp.write_bytes(payload)
 
 
 def default_db_path() -> Path:

@@ -790,6 +790,7 @@ class ChunkStore:
         for c in chunks:
             validate_chunk(c.text, kind, None, [x.text for x in c.contexts])
         new_chunks = new_contexts = 0
+        encoded: list[Encoding] = []
         with self._guard():
             conn = self.db.conn
             for c in chunks:
@@ -810,14 +811,10 @@ class ChunkStore:
                     have.add(ctx.text)
                     ctx_id = conn.execute("INSERT INTO contexts (chunk_id, text) VALUES (?, ?)",
                                           (chunk_id, ctx.text)).lastrowid
-                    conn.execute(
-                        """INSERT INTO encodings (context_id, model_id, entry_token, chunk_tokens, vector,
-                                                  vector_local, source_hash) VALUES (?,?,?,?,?,?,?)""",
-                        (ctx_id, model_id, int(ctx.entry_token),
-                         self._seal_tokens(np.asarray(c.tokens, dtype=np.int32).tobytes(), model_id, ctx_id),
-                         np.asarray(ctx.vector, dtype=np.float16).tobytes(),
-                         np.asarray(ctx.vector_local, dtype=np.float16).tobytes(), self._hash(ctx.text, c.text, kind)))
+                    encoded.append(Encoding(ctx_id, ctx.entry_token, c.tokens, ctx.vector, ctx.vector_local,
+                                            self._hash(ctx.text, c.text, kind)))
                     new_contexts += 1
+            self._write_encodings(model_id, encoded)      # in context order: row ids as if written one by one
             if knn_rows:
                 seen = {r[0] for r in conn.execute(
                     "SELECT DISTINCT doc_hash FROM knn_entries WHERE model_id=?", (model_id,))}
@@ -863,23 +860,27 @@ class ChunkStore:
     def save_encodings(self, model_id: int, encodings: Sequence[Encoding]) -> None:
         """Write encodings in one transaction (replacing older ones)."""
         with self._guard():
-            self.db.conn.executemany(
-                """INSERT INTO encodings (context_id, model_id, entry_token, chunk_tokens, vector,
-                                          vector_local, source_hash)
-                   VALUES (?,?,?,?,?,?,?)
-                   ON CONFLICT(model_id, context_id) DO UPDATE SET
-                     entry_token=excluded.entry_token, chunk_tokens=excluded.chunk_tokens,
-                     vector=excluded.vector, vector_local=excluded.vector_local,
-                     source_hash=excluded.source_hash""",
-                [
-                    (e.context_id, model_id, int(e.entry_token),
-                     self._seal_tokens(np.asarray(e.chunk_tokens, dtype=np.int32).tobytes(), model_id,
-                                       e.context_id),
-                     np.asarray(e.vector, dtype=np.float16).tobytes(),
-                     np.asarray(e.vector_local, dtype=np.float16).tobytes(), e.source_hash)
-                    for e in encodings
-                ],
-            )
+            self._write_encodings(model_id, encodings)
+
+    def _write_encodings(self, model_id: int, encodings: Sequence[Encoding]) -> None:
+        """The one writer of the ``encodings`` table (inside the caller's transaction): each row
+        replaces the model's older one for its context; tokens sealed to their row, vectors float16."""
+        self.db.conn.executemany(
+            """INSERT INTO encodings (context_id, model_id, entry_token, chunk_tokens, vector,
+                                      vector_local, source_hash)
+               VALUES (?,?,?,?,?,?,?)
+               ON CONFLICT(model_id, context_id) DO UPDATE SET
+                 entry_token=excluded.entry_token, chunk_tokens=excluded.chunk_tokens,
+                 vector=excluded.vector, vector_local=excluded.vector_local,
+                 source_hash=excluded.source_hash""",
+            [
+                (e.context_id, model_id, int(e.entry_token),
+                 self._seal_tokens(np.asarray(e.chunk_tokens, dtype=np.int32).tobytes(), model_id, e.context_id),
+                 np.asarray(e.vector, dtype=np.float16).tobytes(),
+                 np.asarray(e.vector_local, dtype=np.float16).tobytes(), e.source_hash)
+                for e in encodings
+            ],
+        )
 
     def valid_encodings(self, model_id: int) -> list[StoredEncoding]:
         """Encodings of this model that match the current chunk and context text."""

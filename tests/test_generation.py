@@ -180,3 +180,31 @@ def test_a_natural_end_never_cuts_an_inserted_value(pii_engine):
     assert short.text[span.start:span.end].strip() == phone.text
     assert long.text.startswith(short.text) and len(short.text) < len(long.text)
     assert not short.text[span.end:].strip(" .,")
+
+
+def test_building_a_decoder_leaves_the_runtime_alone():
+    """Constructors do no work: the batch profile drafting needs (its first measure clears the KV
+    cache) is read when the decoder runs, not when it is built."""
+    from core.decoding import DecodeSettings, Decoder
+    from core.drafting import NGramDrafter
+
+    class Untouchable:
+        def __getattr__(self, name):
+            raise AssertionError(f"the decoder's constructor used the runtime: {name}")
+
+    Decoder(Untouchable(), None, DecodeSettings(draft=True, anchor_keep=1), drafter=NGramDrafter())
+
+
+def test_drafting_measures_the_batch_profile_when_the_decoder_runs(make_engine, monkeypatch):
+    from core.decoding import DecodeSettings, Decoder
+    from core.drafting import NGramDrafter
+
+    rt = make_engine().runtime
+    tokens = rt.tokenize(PROMPTS[0])
+    plain = Decoder(rt, None, DecodeSettings(max_tokens=12), drafter=NGramDrafter())
+    expected = "".join(p.text for p in plain.run(tokens, PROMPTS[0]))
+    monkeypatch.setattr(rt, "_batch_profile", None)                 # as on a fresh runtime
+    decoder = Decoder(rt, None, DecodeSettings(max_tokens=12, draft=True), drafter=NGramDrafter())
+    assert rt.tokens[:len(tokens)] == tuple(tokens)                  # the cache is as the last run left it
+    assert "".join(p.text for p in decoder.run(tokens, PROMPTS[0])) == expected
+    assert rt._batch_profile is not None

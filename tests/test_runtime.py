@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from core.errors import ModelError
-from core.llama_runtime import LlamaRuntime, check_gguf
+from core.llama_runtime import BATCH_TOLERANCE, LlamaRuntime, check_gguf
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,21 @@ def test_eval_returns_logits_and_hidden_for_the_positions_asked(runtime):
     assert out.hidden.shape == (2, runtime.n_embd)
     assert out.positions.tolist() == [1, len(toks) - 1]
     assert np.isfinite(out.hidden).all() and not np.allclose(out.hidden[0], out.hidden[1])
-    assert runtime.tokens == toks
+    assert runtime.tokens == tuple(toks)
+
+
+def test_the_kv_bookkeeping_is_read_only_from_outside(runtime):
+    """One owner of the KV state (core/llama_runtime.py): callers read ``tokens`` and ``dropped``
+    and change the cache only through the runtime's methods."""
+    runtime.reset()
+    runtime.sync(runtime.tokenize("One. Two. Three"), hidden=False)
+    assert isinstance(runtime.tokens, tuple) and isinstance(runtime.dropped, frozenset)
+    for name in ("tokens", "dropped"):
+        with pytest.raises(AttributeError):
+            setattr(runtime, name, ())                  # no setter: assigning them is an error
+    assert runtime.drop([2, 3]) == 2 and runtime.dropped == {2, 3} and runtime.kv_tokens_kept == len(runtime.tokens) - 2
+    runtime.reset()
+    assert runtime.tokens == () and runtime.dropped == frozenset()
 
 
 def test_sync_reuses_the_longest_shared_prefix(runtime):
@@ -61,9 +75,9 @@ def test_truncate_forgets_the_tail(runtime):
     toks = runtime.tokenize("one two three four five")
     runtime.sync(toks)
     runtime.truncate(3)
-    assert runtime.tokens == toks[:3]
+    assert runtime.tokens == tuple(toks[:3])
     out = runtime.sync(toks)
-    assert runtime.tokens == toks and out.logits.shape[0] == 1
+    assert runtime.tokens == tuple(toks) and out.logits.shape[0] == 1
 
 
 def test_a_memory_that_cannot_drop_a_tail_keeps_the_context_it_kept(runtime, monkeypatch):
@@ -79,7 +93,7 @@ def test_a_memory_that_cannot_drop_a_tail_keeps_the_context_it_kept(runtime, mon
     monkeypatch.setattr(runtime._lib, "llama_memory_seq_rm", lambda *args: False)
     runtime.truncate(10)
     monkeypatch.undo()
-    assert runtime.tokens == toks[:10]
+    assert runtime.tokens == tuple(toks[:10])
     assert np.array_equal(runtime.eval(toks[10:11], hidden=False).logits[-1], expected)
 
 
@@ -118,10 +132,95 @@ def test_truncated_gguf_does_not_crash(tmp_path):
 def test_memory_check_counts_page_cache_as_available(tmp_path):
     """A machine with most memory in page cache has little *free* but plenty *available*: the
     context-size check read free pages and refused contexts that fit."""
-    from core.llama_runtime import available_memory
+    from core.memory_budget import available_memory
 
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       24000000 kB\nMemFree:          300000 kB\n"
                        "MemAvailable:   20000000 kB\nCached:         19000000 kB\n", encoding="ascii")
     assert available_memory(str(meminfo)) == 20000000 * 1024
     assert available_memory(str(tmp_path / "missing")) is not None      # falls back to the system's figure
+
+
+def test_a_context_too_large_for_memory_is_refused_before_llama_cpp_tries(monkeypatch):
+    from core import memory_budget
+    from core.errors import ModelError
+
+    need = memory_budget.kv_cache_bytes(n_layer=30, n_embd=576, n_head=9, n_head_kv=3, n_ctx=2048)
+    monkeypatch.setattr(memory_budget, "available_memory", lambda: int(need / memory_budget.HEADROOM))
+    memory_budget.check_context(2048, need, "m.gguf")                      # fits, just
+    with pytest.raises(ModelError, match="2,049 tokens needs"):
+        memory_budget.check_context(2049, need + 1, "m.gguf")
+    monkeypatch.setattr(memory_budget, "available_memory", lambda: None)
+    memory_budget.check_context(1 << 30, 1 << 60, "m.gguf")               # the system does not say: no check
+
+
+def test_kv_bytes_is_the_models_cache(runtime):
+    assert runtime.kv_bytes(2048) == 2048 * runtime.kv_bytes(1) > 0
+
+
+# ------------------------------------------------------------ the bit-exactness contract
+# Stated once, in core/llama_runtime.py's docstring; these check its points 2 and 3 (point 1:
+# tests/test_generation.py::test_empty_store_equals_plain_greedy_decoding).
+
+CONTRACT_PROMPT = "Hi Tom,\n\nThanks for getting back to me so quickly. Please mail the package to our office at"
+CONTRACT_CHUNK = " 100 Innovation Drive, Tech Park, Silicon Valley, CA 94088, USA"
+
+
+def _token_by_token(runtime, head, tail, hidden):
+    """Logits (n, V) and hidden states (n, d) of *tail* decoded one token at a time after *head*."""
+    runtime.reset()
+    runtime.eval(head, hidden=hidden)
+    outs = [runtime.eval([t], hidden=hidden) for t in tail]
+    return np.stack([o.logits[0] for o in outs]), np.stack([o.hidden[0] for o in outs]) if hidden else None
+
+
+def _greedy(runtime, logits, n, hidden):
+    """*n* greedy choices from *logits* on, one decode each; and the top-2 margin at each."""
+    chosen, margins = [], []
+    for _ in range(n):
+        top2 = np.sort(logits)[-2:]
+        chosen.append(int(np.argmax(logits)))
+        margins.append(float(top2[1] - top2[0]))
+        logits = runtime.eval([chosen[-1]], hidden=hidden).logits[0].copy()
+    return chosen, margins
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_batches_up_to_the_exact_size_are_single_steps_bit_for_bit(runtime, hidden):
+    """Point 2, at positions the probe did not measure: every batch of up to ``exact`` tokens gives,
+    row for row, the bits of one token at a time (what keeps drafting lossless)."""
+    exact = runtime.batch_profile().exact
+    toks = runtime.tokenize(CONTRACT_PROMPT + CONTRACT_CHUNK)
+    head, tail = toks[:20], toks[20:20 + exact]
+    logits, states = _token_by_token(runtime, head, tail, hidden)
+    for n in range(1, exact + 1):
+        runtime.truncate(len(head))
+        out = runtime.eval(tail[:n], outputs="all", hidden=hidden)
+        assert np.array_equal(out.logits, logits[:n]), n
+        if hidden:
+            assert np.array_equal(out.hidden, states[:n]), n
+    runtime.reset()
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_a_chunk_in_one_decode_is_the_chunk_token_by_token(runtime, hidden):
+    """Point 3: a chunk of 22 tokens (past any exact size probed) decoded in one batch, as the
+    decoder inserts it, leaves logits and hidden states within BATCH_TOLERANCE of stepping through
+    it, and greedy decoding after it makes the same choices (a near-tie may flip, no more)."""
+    head = runtime.tokenize(CONTRACT_PROMPT)
+    chunk = runtime.tokenize(CONTRACT_CHUNK, add_special=False)
+    assert len(chunk) > 8
+    logits, states = _token_by_token(runtime, head, chunk, hidden)
+    after_steps = _greedy(runtime, logits[-1], 8, hidden)
+    for outputs in ("all", "last"):                    # "last": Decoder.decode_step's request
+        runtime.reset()
+        runtime.eval(head, hidden=hidden)
+        out = runtime.eval(chunk, outputs=outputs, hidden=hidden)
+        rows = slice(None) if outputs == "all" else slice(-1, None)
+        np.testing.assert_allclose(out.logits, logits[rows], rtol=0, atol=BATCH_TOLERANCE)
+        if hidden:
+            np.testing.assert_allclose(out.hidden, states[rows], rtol=0, atol=BATCH_TOLERANCE)
+        chosen, margins = _greedy(runtime, out.logits[-1].copy(), 8, hidden)
+        first_diff = next((i for i, (a, b) in enumerate(zip(chosen, after_steps[0])) if a != b), None)
+        assert first_diff is None or margins[first_diff] < 2 * BATCH_TOLERANCE, (chosen, after_steps[0])
+    runtime.reset()

@@ -124,7 +124,7 @@ def test_writer_evidence_tells_mine_from_hers(runtime):
     def evidence(text):
         runtime.reset()
         runtime.sync(runtime.tokenize(text), last=1, hidden=False)
-        before = list(runtime.tokens)
+        before = runtime.tokens
         value = whose.writer_evidence(runtime)
         assert runtime.tokens == before        # a peek leaves the cache as it was
         return value

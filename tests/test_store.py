@@ -215,3 +215,57 @@ def test_two_instances_registering_one_model_share_its_row(tmp_path):
         mid = first.model_id("model-x", "m", 8)
         assert mid == second.model_id("model-x", "m", 8)
         assert first.db.execute("SELECT count(*) FROM models").fetchone()[0] == 1
+
+
+def test_the_encodings_table_has_one_writer():
+    """Refresh, mining and the benchmarks' synthetic stores all write encodings through
+    ChunkStore._write_encodings; nothing outside the store writes its tables with SQL of its own
+    (bench/retrieval.py's fill_store did: rows a keyed store would seal another way, or not at all)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    writes, raw = [], []
+    for folder in ("core", "app", "bench", "tools"):
+        for path in sorted((root / folder).rglob("*.py")):
+            source = path.read_text(encoding="utf-8")
+            name = str(path.relative_to(root))
+            writes += [name] * len(re.findall(r"INSERT\s+INTO\s+encodings\b", source, re.IGNORECASE))
+            if name != "core/store.py" and re.search(r"\.db\.conn|\.conn\.execute|\bstore\._\w+\(", source):
+                raw.append(name)
+    assert writes == ["core/store.py"]
+    assert raw == []
+
+
+def test_mined_chunks_are_stored_with_their_encodings(store):
+    """add_mined writes through the same writer as save_encodings: tokens, vectors and hashes alike."""
+    from types import SimpleNamespace
+
+    model = store.model_id("m:1:abc", "m", 4)
+    ctx = SimpleNamespace(text="Warm regards", entry_token=7, vector=np.full(4, 0.5), vector_local=np.ones(4))
+    mined = SimpleNamespace(text=",\nAna", tokens=(11, 12), contexts=[ctx])
+    assert store.add_mined(model, "self", [mined]) == (1, 1)
+    (row,) = store.valid_encodings(model)
+    assert (row.entry_token, row.chunk_tokens) == (7, (11, 12))
+    assert row.source_hash == source_hash("Warm regards", ",\nAna")
+    np.testing.assert_array_equal(store.encoding_vectors([row.label], "vector"), [np.full(4, 0.5)])
+    np.testing.assert_array_equal(store.encoding_vectors([row.label], "vector_local"), [np.ones(4)])
+    assert store.pending_encodings(model) == []
+
+
+def test_the_benchmarks_synthetic_store_is_written_as_a_refresh_writes(tmp_path):
+    """bench/retrieval.py's fill_store goes through add_many and save_encodings: every context is
+    encoded, labelled in row order, and a keyed store seals its tokens (they open again)."""
+    from types import SimpleNamespace
+
+    from bench.retrieval import fill_store
+
+    stats = SimpleNamespace(whitener=np.eye(6, dtype=np.float32), mean=np.zeros(6, np.float32))
+    with ChunkStore(tmp_path / "bench.db") as s:
+        assert s.key is not None                        # tests run with CHUNKWISE_PASSPHRASE
+        model = s.model_id("m:1:abc", "m", 6)
+        centres, _ = fill_store(s, model, stats, 20, per_chunk=5)
+        rows = s.valid_encodings(model)
+        assert centres.shape == (4, 6) and s.count() == (4, 20)
+        assert [r.label for r in rows] == list(range(1, 21)) and {r.chunk_tokens for r in rows} == {(1, 2, 3)}
+        assert s.get_chunk(rows[-1].chunk_id).label == "s4" and s.pending_encodings(model) == []
