@@ -838,17 +838,21 @@ class ChunkStore:
             )
             return cur.lastrowid
 
-    def pending_encodings(self, model_id: int) -> list[PendingEncoding]:
+    def pending_encodings(self, model_id: int, chunk_ids: Sequence[int] | None = None) -> list[PendingEncoding]:
         """Pairs whose encoding for this model is missing or computed from older text
-        (dismissed places are compared by their words, never encoded)."""
-        rows = self.db.conn.execute(
-            """SELECT x.id, c.id, x.text, c.text, e.source_hash, c.kind
-               FROM contexts x JOIN chunks c ON c.id = x.chunk_id
-               LEFT JOIN encodings e ON e.context_id = x.id AND e.model_id = ?
-               WHERE x.origin IS NULL OR x.origin != ?
-               ORDER BY x.id""",
-            (model_id, DISMISSED),
-        ).fetchall()
+        (dismissed places are compared by their words, never encoded); only those of
+        *chunk_ids* when given (an edit of a few chunks)."""
+        rows = []
+        for part in ([None] if chunk_ids is None else batches(list(chunk_ids))):
+            where, args = ("", ()) if part is None else (f" AND c.id IN ({marks(part)})", tuple(part))
+            rows += self.db.conn.execute(
+                f"""SELECT x.id, c.id, x.text, c.text, e.source_hash, c.kind
+                   FROM contexts x JOIN chunks c ON c.id = x.chunk_id
+                   LEFT JOIN encodings e ON e.context_id = x.id AND e.model_id = ?
+                   WHERE (x.origin IS NULL OR x.origin != ?){where}
+                   ORDER BY x.id""",
+                (model_id, DISMISSED, *args),
+            ).fetchall()
         pending = []
         for ctx_id, chunk_id, ctx, chunk, old_hash, kind in rows:
             chunk = self._open_text(chunk, chunk_id)
@@ -882,15 +886,18 @@ class ChunkStore:
             ],
         )
 
-    def valid_encodings(self, model_id: int) -> list[StoredEncoding]:
-        """Encodings of this model that match the current chunk and context text."""
-        rows = self.db.conn.execute(
-            """SELECT e.id, e.context_id, c.id, e.entry_token, e.chunk_tokens, e.source_hash, x.text, c.text,
-                      c.kind, x.origin
-               FROM encodings e JOIN contexts x ON x.id = e.context_id JOIN chunks c ON c.id = x.chunk_id
-               WHERE e.model_id = ? ORDER BY e.id""",
-            (model_id,),
-        ).fetchall()
+    def valid_encodings(self, model_id: int, chunk_ids: Sequence[int] | None = None) -> list[StoredEncoding]:
+        """Encodings of this model that match the current chunk and context text (of *chunk_ids* only, when given)."""
+        rows = []
+        for part in ([None] if chunk_ids is None else batches(list(chunk_ids))):
+            where, args = ("", ()) if part is None else (f" AND c.id IN ({marks(part)})", tuple(part))
+            rows += self.db.conn.execute(
+                f"""SELECT e.id, e.context_id, c.id, e.entry_token, e.chunk_tokens, e.source_hash, x.text, c.text,
+                          c.kind, x.origin
+                   FROM encodings e JOIN contexts x ON x.id = e.context_id JOIN chunks c ON c.id = x.chunk_id
+                   WHERE e.model_id = ?{where} ORDER BY e.id""",
+                (model_id, *args),
+            ).fetchall()
         out = []
         for label, ctx_id, chunk_id, entry, toks, h, ctx, chunk, kind, origin in rows:
             if h == self._hash(ctx, self._open_text(chunk, chunk_id), kind):
