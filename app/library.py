@@ -143,11 +143,12 @@ class LaneDialog(QDialog):
     def _locked(self, message: str) -> None:
         self.locked = message
 
-    def _store_changed(self) -> None:
-        """Matching follows the change: the worker re-encodes what changed."""
+    def _store_changed(self, chunk_ids: list[int] | None = None) -> None:
+        """Matching follows the change: the worker encodes what changed and updates matching in place
+        for *chunk_ids* (milliseconds), or reads the whole library again (None: an import)."""
         self.changed = True
         if hasattr(self.window_, "request_refresh"):
-            self.window_.request_refresh.emit()
+            self.window_.request_refresh.emit(chunk_ids)
 
     def done(self, result: int) -> None:
         self._closed = True                 # the jobs still run; their answers are not for a closed dialog
@@ -283,8 +284,8 @@ class LibraryDialog(LaneDialog):
 
     # ------------------------------------------------------------ actions
 
-    def _changed(self, _result=None) -> None:
-        self._store_changed()
+    def _changed(self, chunk_ids: list[int] | None = None) -> None:
+        self._store_changed(chunk_ids)
         self.reload()
 
     def add_chunk(self, prefill: dict | None = None, values: dict | None = None) -> bool:
@@ -299,7 +300,7 @@ class LibraryDialog(LaneDialog):
             values = dialog.values()
         v = dict(values)
         self._submit("add", lambda store: store.add_chunk(v["text"], v["kind"], v["contexts"], label=v["label"]),
-                     self._changed, "Add chunk")
+                     lambda chunk_id: self._changed([chunk_id]), "Add chunk")
         return True
 
     def edit_selected(self, values: dict | None = None) -> bool:
@@ -315,7 +316,7 @@ class LibraryDialog(LaneDialog):
         v, cid = dict(values), chunk.id
         self._submit("edit", lambda store: store.update_chunk(cid, text=v["text"], kind=v["kind"], label=v["label"],
                                                               contexts=v["contexts"]),
-                     self._changed, "Edit chunk")
+                     lambda _result: self._changed([cid]), "Edit chunk")
         return True
 
     def delete_selected(self, confirm: bool = True) -> int:
@@ -328,7 +329,7 @@ class LibraryDialog(LaneDialog):
                                           f"Delete {len(ids)} chunk(s) and their contexts? This cannot be undone.")
             if answer != QMessageBox.Yes:
                 return 0
-        self._submit("delete", lambda store: store.remove_chunks(ids), self._changed, "Delete chunks")
+        self._submit("delete", lambda store: store.remove_chunks(ids), lambda _n: self._changed(ids), "Delete chunks")
         return len(ids)
 
     def import_dialog(self, path: str | None = None) -> bool:
@@ -343,7 +344,7 @@ class LibraryDialog(LaneDialog):
             except ChunkwiseError as exc:
                 raise ChunkwiseError(f"Nothing was imported.\n\n{exc}") from None
 
-        self._submit("import", run, self._changed, "Import chunks")
+        self._submit("import", run, lambda _result: self._changed(None), "Import chunks")
         return True
 
     def export_dialog(self, path: str | None = None, include_pii: bool | None = None) -> bool:
@@ -446,8 +447,11 @@ class LearnedDialog(LaneDialog):
         if not ids:
             return 0
 
+        wanted = set(ids)
+        owners = sorted({chunk.id for ctx, chunk in self.rows if ctx.id in wanted})
+
         def removed(_gone):
-            self._store_changed()
+            self._store_changed(owners)
             self.reload()
 
         self._submit("remove", lambda store: store.remove_contexts(ids), removed, "What Chunkwise learned")

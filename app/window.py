@@ -79,7 +79,7 @@ class ComposeWindow(QMainWindow, EmailActions):
     request_generation = Signal(int, object)
     request_load = Signal(dict)
     request_threshold = Signal(float)
-    request_refresh = Signal()
+    request_refresh = Signal(object)          # chunk ids a library edit touched; None: read it all again
     request_use = Signal(int)
     request_learn = Signal(dict)
     request_tune = Signal(str)
@@ -679,8 +679,8 @@ class ComposeWindow(QMainWindow, EmailActions):
             return False
         v = dialog.values()
 
-        def added(_chunk_id):
-            self.request_refresh.emit()
+        def added(chunk_id):
+            self.request_refresh.emit([chunk_id])
             self.statusBar().showMessage("Snippet added to your library (Tools → Your library…).", 5000)
 
         self.lane.submit(lambda store: store.add_chunk(v["text"], v["kind"], v["contexts"], label=v["label"]),

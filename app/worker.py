@@ -305,9 +305,10 @@ class ModelWorker(QObject):
 
     # ------------------------------------------------------------ the store
 
-    @Slot()
-    def refresh(self) -> None:
-        """Encode new or changed contexts (progress, cancellable), then match against them."""
+    @Slot(object)
+    def refresh(self, chunk_ids: list[int] | None = None) -> None:
+        """Encode new or changed contexts (progress, cancellable), then match against them: in place for
+        *chunk_ids* (a library edit), or the whole library again (None)."""
         if self._stopping.is_set():
             return                           # the window is closing
         if self.engine is None:
@@ -315,7 +316,7 @@ class ModelWorker(QObject):
         self._cancel.clear()
         try:
             self.engine.refresh(progress=lambda d, t: self.progress.emit("Encoding chunks", d, t),
-                                cancelled=self._stopped)
+                                cancelled=self._stopped, chunk_ids=chunk_ids)
             self.store_ready.emit(self.engine.contexts)
         except ChunkwiseError as exc:
             self.store_failed.emit(str(exc))

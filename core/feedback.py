@@ -99,7 +99,7 @@ def learn_typed(engine, text: str, inserted: Sequence[tuple[int, int]] = ()) -> 
                 continue
     finally:
         if learned:
-            engine.refresh()
+            engine.refresh(chunk_ids=sorted({item.chunk_id for item in learned}))
     return learned
 
 
@@ -116,5 +116,5 @@ def dismiss(engine, chunk_id: int, text_before: str) -> Learned | None:
         if not engine.store.list_chunks(ids=[chunk_id]):
             return None                     # deleted in the library meanwhile: nothing to count against
         raise
-    engine.refresh()
+    engine.refresh(chunk_ids=[chunk_id])
     return Learned(chunk_id, phrase, DISMISSED)

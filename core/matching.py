@@ -33,14 +33,13 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Iterable
 
 import numpy as np
 
 from .encoding import BACKGROUND_FILE, ModelStats
-from .index import VectorIndex
 from .slots import SlotClassifier, features as slot_features
-from .store import DISMISSED, LEARNED, ChunkStore
+from .matching_state import MatchingState
 from .text import current_sentence, is_sentence, lead_in, words
 
 CANDIDATES = 16          # nearest contexts fetched per step
@@ -57,7 +56,6 @@ REPEAT_WINDOW = 200      # characters in which even a mined phrase is not offere
 # A typed snippet sentence needs this share of the type cut (chosen on the dev split of
 # bench/personal.py, right / wrong-field: 1.0 -> 58 / 3, 0.6 -> 59 / 4, 0.4 -> 61 / 4, 0.25 -> 62 / 6 of 87).
 SENTENCE_CUT = 0.4
-TYPED = 0.5              # a chunk whose contexts the slot classifier reads as one field type this surely is "typed"
 TYPE_FLOOR = 0.1         # type agreement at threshold 0 (dev split, bench/personal.py)
 # ... rising to 1 (nothing, short of certainty) at threshold 1, on a curve through 0.35 at the default
 # 0.3 (the cut chosen on dev, in a scratch replay of bench/personal.py's decision: 0.28 / 0.32 / 0.35 /
@@ -206,90 +204,29 @@ class _Lexicon:
         return sum(v for w, v in weights.items() if w in chunk_words) / total
 
 
-class ChunkMatcher:
-    """In-memory matching state for one model: index, local vectors, words."""
+class ChunkMatcher(MatchingState):
+    """Proposes chunks for one model from the in-memory state :class:`MatchingState` keeps current."""
 
     def __init__(self, stats: ModelStats, threshold: float = DEFAULT_THRESHOLD):
         self.stats = stats
         self.dim = stats.mean.shape[0]
         self.threshold = threshold
         self.agreement_gate = True
-        self.index = VectorIndex(self.dim)
         self.lexicon = _Lexicon()
         self.calibration = Calibration(background=DEFAULT_BACKGROUND)
-        self._row_of: dict[int, int] = {}          # label -> row in the arrays below
-        self._chunk_of = np.empty(0, dtype=np.int64)
-        self._local = np.empty((0, self.dim), dtype=np.float16)
-        self._tokens: dict[int, tuple[int, ...]] = {}   # label -> chunk tokens after that context
-        self._entry = np.empty(0, dtype=np.int64)       # row -> entry token of that context
-        self._mined = np.empty(0, dtype=bool)           # row -> chunk of a repeatable (mined) kind
-        self._self = np.empty(0, dtype=bool)            # row -> self-distilled (the model's own phrase)
-        self._mined_entries: frozenset[int] = frozenset()
-        self._experts = 0                               # rows of pii / snippet / phrase chunks
-        self._chunks: dict[int, dict] = {}          # chunk id -> kind, label, text, words, tokens
         self.slots: SlotClassifier | None = None    # what kind of detail comes next (core/slots.py)
-        self._typed_ids = np.empty(0, dtype=np.int64)   # typed expert chunks, in the order of the rows below
-        self._types = np.empty((0, 0), np.float32)      # (n typed, fields): type reading, own type scaled to 1
-        self._typed_label: dict[int, int] = {}          # typed chunk id -> an encoding label (its tokens)
-        self._learned = np.empty(0, dtype=bool)         # row -> a context learned from what the user typed
-        self._avoid: dict[int, list[set[str]]] = {}     # chunk id -> last words before each place it was dismissed
-        self._phrases: dict[str, tuple[int, int] | None] = {}   # a learned context's last words ->
-                                                        # (chunk id, its encoding label); None: two chunks
+        self._reset()                               # rows, index, chunks: core/matching_state.py
 
     def __len__(self) -> int:
         return len(self.index)
 
-    def chunk_token_lists(self) -> list[tuple[int, ...]]:
-        """Each distinct chunk tokenization once (documents for n-gram drafts)."""
-        return sorted(set(self._tokens.values()))
-
-    # ------------------------------------------------------------ loading
-
-    def load(self, store: ChunkStore, model_id: int, model_identity: str, index_path=None,
-             progress: Callable[[int, int], None] | None = None) -> str:
-        """Build the in-memory state from the store; returns the index status."""
-        rows = store.valid_encodings(model_id)
-        rows = [r for r in rows if r.origin != DISMISSED]          # places to stay away from, not to match
-        labels = [r.label for r in rows]
-        wanted = {r.label: r.source_hash for r in rows}
-
-        def fetch(part: Sequence[int]) -> np.ndarray:
-            return self.stats.transform(store.encoding_vectors(part, "vector"))
-
-        self.index, status = VectorIndex.load_or_build(index_path, model_identity, self.dim, wanted, fetch,
-                                                       progress, key=store.key)
-        if index_path is not None and status != "loaded":
-            self.index.save(index_path, model_identity, key=store.key)
-        self._row_of = {lab: i for i, lab in enumerate(labels)}
-        self._chunk_of = np.asarray([r.chunk_id for r in rows], dtype=np.int64)
-        local = store.encoding_vectors(labels, "vector_local") if labels else np.empty((0, self.dim))
-        self._local = self.stats.transform(local).astype(np.float16) if labels else np.empty((0, self.dim), np.float16)
-        self._tokens = {r.label: r.chunk_tokens for r in rows}
-        self._chunks = {}
-        self._avoid, self._phrases = {}, {}
-        context_text: dict[int, str] = {}
-        label_of_context = {r.context_id: r.label for r in rows}
-        for chunk in store.list_chunks(ids=sorted(set(self._chunk_of.tolist()))) if labels else []:
-            context_text.update((c.id, c.text) for c in chunk.contexts)
-            if chunk.avoid:
-                self._avoid[chunk.id] = [tail_words(c.text) for c in chunk.avoid]
-            for c in chunk.contexts:
-                if c.origin == LEARNED and words(c.text) and c.id in label_of_context:
-                    key, entry = phrase_key(c.text), (chunk.id, label_of_context[c.id])
-                    known = self._phrases.get(key, entry)
-                    self._phrases[key] = known if known is not None and known[0] == chunk.id else None
-            bag = chunk_words((c.text for c in chunk.contexts), chunk.label)
-            self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag}
-        self._entry = np.asarray([r.entry_token for r in rows], dtype=np.int64)
-        kinds = {cid: info["kind"] for cid, info in self._chunks.items()}
-        self._mined = np.asarray([kinds.get(r.chunk_id) in REPEATABLE_KINDS for r in rows], dtype=bool)
-        self._self = np.asarray([kinds.get(r.chunk_id) == "self" for r in rows], dtype=bool)
-        self._mined_entries = frozenset(self._entry[self._mined].tolist())
-        self._experts = int((~self._mined).sum())
-        self.calibration = self._calibrate()
-        self._type_chunks(store, rows, context_text)
-        self._learned = np.asarray([r.origin == LEARNED for r in rows], dtype=bool)
-        return status
+    def chunk_token_lists(self, chunk_ids: Iterable[int] | None = None) -> list[tuple[int, ...]]:
+        """Each distinct chunk tokenization once (documents for n-gram drafts), of *chunk_ids* only when given."""
+        if chunk_ids is None:
+            return sorted(set(self._tokens.values()))
+        ids = list(chunk_ids)
+        rows = np.flatnonzero(np.isin(self._chunk_of, ids))
+        return sorted({self._tokens[int(lab)] for lab in self._label_at[rows].tolist()})
 
     def avoided(self, chunk_id: int, text: str) -> bool:
         """Whether the text so far ends like a place where the user dismissed this chunk.
@@ -304,38 +241,6 @@ class ChunkMatcher:
             return False
         here = tail_words(lead_in(text))
         return any(len(here & p) >= AVOID_OVERLAP * len(here | p) for p in places if here | p)
-
-    def _type_chunks(self, store: ChunkStore, rows, context_text: dict[int, str]) -> None:
-        """Each expert chunk's field type: the slot classifier's reading of its own stored contexts."""
-        self._typed_ids, self._types, self._typed_label = np.empty(0, np.int64), np.empty((0, 0), np.float32), {}
-        if self.slots is None or not rows:
-            return
-        expert = [r for r, mined in zip(rows, self._mined) if not mined]
-        if not expert:
-            return
-        labels = [r.label for r in expert]
-        x = slot_features(self.stats, store.encoding_vectors(labels, "vector"),
-                          store.encoding_vectors(labels, "vector_local"),
-                          [context_text.get(r.context_id, "") for r in expert])
-        probs = self.slots.predict(x)[:, : len(self.slots.fields)]          # (n contexts, fields)
-        rows_of: dict[int, list[int]] = {}
-        for i, r in enumerate(expert):
-            rows_of.setdefault(r.chunk_id, []).append(i)
-        ids, types = [], []
-        for chunk_id, mine in sorted(rows_of.items()):
-            t = probs[mine].mean(axis=0)
-            if t.sum() >= TYPED:
-                ids.append(chunk_id)
-                # Scaled so its own type counts 1: agreement is then the classifier's belief in that
-                # type here, however spread the chunk's own contexts read (an address whose contexts
-                # also read as a postcode lost to a cleanly typed email where an address went;
-                # dev split, scratch replay: 3 wrong fields instead of 5 at 69 of 87 right).  The price:
-                # a chunk read half as one type and half as another counts fully for both.
-                types.append(t / t.max())
-                self._typed_label[chunk_id] = expert[mine[0]].label
-        self._typed_ids = np.asarray(ids, dtype=np.int64)
-        self._types = (np.asarray(types, dtype=np.float32) if ids
-                       else np.empty((0, len(self.slots.fields)), np.float32))   # (n typed, fields)
 
     def is_typed(self, chunk_id: int) -> bool:
         return chunk_id in self._typed_label
@@ -356,30 +261,6 @@ class ChunkMatcher:
     def chunk_info(self, chunk_id: int) -> dict:
         """kind, label, text and words of a chunk matching knows."""
         return self._chunks[chunk_id]
-
-    def _calibrate(self) -> Calibration:
-        """Background level: the best match score of ordinary text positions (no shared words).
-
-        Only the user's own entries (PII, snippets, phrases) count: mined
-        chunks come from ordinary text, so ordinary text matches their
-        contexts by construction -- for them the entry token (the paper's
-        trie) and the threshold decide.
-        """
-        if len(self.index) == 0 or self._experts == 0:
-            return Calibration(background=DEFAULT_BACKGROUND)
-        bg = self.stats.background[:1000]
-        best = []
-        for row in bg:
-            labels, sims = self.index.query(row[: self.dim], k=8)
-            rows = np.fromiter((self._row_of[int(l)] for l in labels), dtype=np.int64, count=len(labels))
-            expert = ~self._mined[rows]
-            if not expert.any():
-                continue
-            local = self._local[rows[expert]].astype(np.float32) @ row[self.dim:]
-            best.append(float(np.max(match_score(sims[expert], local, 0.0))))
-        if not best:
-            return Calibration(background=DEFAULT_BACKGROUND)
-        return Calibration(background=float(np.quantile(best, 0.995)))
 
     # ------------------------------------------------------------ proposing
 

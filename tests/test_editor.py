@@ -382,7 +382,7 @@ def test_learning_from_writing_and_tuning_from_settings(qtbot, make_window, tmp_
     with ChunkStore(w.settings.db_path) as store:
         store.add_chunk("(555) 123-4567", "pii", ["My phone number is", "You can call me at"], label="phone")
     with qtbot.waitSignal(w.worker.store_ready, timeout=WAIT):
-        w.request_refresh.emit()
+        w.request_refresh.emit(None)
     dialog = SettingsDialog(w, w.settings)
     qtbot.addWidget(dialog)
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Yes)

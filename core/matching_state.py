@@ -1,0 +1,276 @@
+"""The matcher's in-memory state, built from the store and kept current one edit at a time.
+
+:class:`MatchingState` is the half of :class:`core.matching.ChunkMatcher` that
+reads the store; the other half proposes chunks from it.  ``load`` reads every
+valid encoding (start, learning, unlock); ``update`` follows an edit of a few
+chunks (the library dialog, a phrase learned while typing, a dismissal) in
+milliseconds at 100k contexts instead of reloading everything (seconds):
+
+* rows of the edited chunks are retired (their index labels deleted; the
+  arrays keep the dead rows, which no query reaches, until the next ``load``)
+  and their current encodings appended;
+* each edited chunk's words, dismissals, learned phrases and field type are
+  read again; nothing of the other chunks is;
+* the background level (:meth:`MatchingState._calibrate`) keeps each
+  background query's nearest contexts, so an edit re-queries only the
+  queries whose neighbours it removed and merges the added contexts into the
+  rest by exact cosine.
+
+``docs/benchmarks.md`` (bench/library_update.py) has the timings;
+tests/test_library_update.py checks that an updated matcher proposes what a
+freshly loaded one does.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .index import VectorIndex
+from .slots import features as slot_features
+from .store import DISMISSED, LEARNED, ChunkStore
+from .text import words
+
+CALIBRATION_QUERIES = 1000   # background rows whose best match sets the background level
+CALIBRATION_K = 8            # nearest contexts each of them looks at
+TYPED = 0.5                  # a chunk whose contexts the slot classifier reads as one field type this surely is "typed"
+
+
+class MatchingState:
+    """Rows (one per encoded context), the HNSW index over them, and what each chunk is.
+
+    Row arrays grow by appending; a retired row keeps its place with chunk id -1
+    and no label maps to it.  The subclass provides ``stats``, ``dim`` and ``slots``."""
+
+    def _reset(self) -> None:
+        self.index = VectorIndex(self.dim)
+        self._row_of: dict[int, int] = {}                # label -> row in the arrays below
+        self._label_at = np.empty(0, dtype=np.int64)     # row -> label
+        self._chunk_of = np.empty(0, dtype=np.int64)     # row -> chunk id
+        self._local = np.empty((0, self.dim), dtype=np.float16)  # row -> whitened local vector (rows to spare)
+        self._tokens: dict[int, tuple[int, ...]] = {}    # label -> chunk tokens after that context
+        self._entry = np.empty(0, dtype=np.int64)        # row -> entry token of that context
+        self._repeatable = np.empty(0, dtype=bool)       # row -> chunk of a repeatable (mined) kind, live or not
+        self._is_self = np.empty(0, dtype=bool)          # row -> self-distilled chunk, live or not
+        self._learned = np.empty(0, dtype=bool)          # row -> a context learned from what the user typed
+        self._chunks: dict[int, dict] = {}               # chunk id -> kind, label, text, words
+        self._avoid: dict[int, list[set[str]]] = {}      # chunk id -> last words before each dismissed place
+        self._chunk_phrases: dict[int, list[tuple[str, int]]] = {}   # chunk id -> its learned phrases, labels
+        self._type_of: dict[int, tuple[np.ndarray, int]] = {}        # typed chunk id -> (type row, a label)
+        self._bg_labels = np.empty((0, CALIBRATION_K), dtype=np.int64)   # background query -> nearest labels
+        self._bg_sims = np.empty((0, CALIBRATION_K), dtype=np.float32)   # ... and their cosines
+        self._derive()
+
+    # ------------------------------------------------------------ whole store
+
+    def load(self, store: ChunkStore, model_id: int, model_identity: str, index_path=None,
+             progress: Callable[[int, int], None] | None = None) -> str:
+        """Build the in-memory state from the store; returns the index status."""
+        self._reset()
+        rows = [r for r in store.valid_encodings(model_id) if r.origin != DISMISSED]   # dismissed: words only
+        wanted = {r.label: r.source_hash for r in rows}
+
+        def fetch(part: Sequence[int]) -> np.ndarray:
+            return self.stats.transform(store.encoding_vectors(part, "vector"))
+
+        self.index, status = VectorIndex.load_or_build(index_path, model_identity, self.dim, wanted, fetch,
+                                                       progress, key=store.key)
+        if index_path is not None and status != "loaded":
+            self.index.save(index_path, model_identity, key=store.key)
+        chunks = store.list_chunks(ids=sorted({r.chunk_id for r in rows})) if rows else []
+        self._append_rows(store, rows, {c.id: c.kind for c in chunks})
+        self._read_chunks(store, chunks, rows)
+        self._calibrate()
+        return status
+
+    # ------------------------------------------------------------ a few chunks
+
+    def update(self, store: ChunkStore, model_id: int, chunk_ids: Sequence[int]) -> None:
+        """Follow an edit of *chunk_ids* (added, changed or deleted; contexts learned or removed)."""
+        ids = sorted(set(int(c) for c in chunk_ids))
+        if not ids:
+            return
+        rows = [r for r in store.valid_encodings(model_id, ids) if r.origin != DISMISSED]
+        gone = self._retire(ids)
+        for cid in ids:
+            for d in (self._chunks, self._avoid, self._chunk_phrases, self._type_of):
+                d.pop(cid, None)
+        chunks = store.list_chunks(ids=sorted({r.chunk_id for r in rows})) if rows else []
+        keys = self.stats.transform(store.encoding_vectors([r.label for r in rows], "vector")) if rows else None
+        if rows:
+            self.index.upsert([r.label for r in rows], keys, [r.source_hash for r in rows])
+        self._append_rows(store, rows, {c.id: c.kind for c in chunks})
+        self._read_chunks(store, chunks, rows)
+        self._recalibrate(gone, [r.label for r in rows], keys)
+
+    def _retire(self, chunk_ids: Sequence[int]) -> list[int]:
+        """Drop the rows of these chunks from the index and the label map; returns their labels."""
+        dead = np.isin(self._chunk_of, chunk_ids)                # live rows of these chunks (retired ones hold -1)
+        labels = self._label_at[dead].tolist()
+        self.index.remove(labels)
+        for lab in labels:
+            del self._row_of[lab]
+            del self._tokens[lab]
+        self._chunk_of = np.where(dead, -1, self._chunk_of)     # a retired row belongs to no chunk
+        return labels
+
+    # ------------------------------------------------------------ rows and chunks
+
+    def _append_rows(self, store: ChunkStore, rows, kinds: dict[int, str]) -> None:
+        """Rows for these encodings, after the existing ones (local vectors whitened, float16)."""
+        n0, m = len(self._label_at), len(rows)
+        if m == 0:
+            self._derive()
+            return
+        labels = [r.label for r in rows]
+        local = self.stats.transform(store.encoding_vectors(labels, "vector_local")).astype(np.float16)
+        if n0 + m > len(self._local):
+            # Rows to spare after a load: the local vectors are the one large array (100k x 576 float16
+            # = 115 MB), copied when the spare rows run out, not at every edit.
+            grown = np.empty((n0 + m + (n0 + m) // 4 + 64, self.dim), np.float16)
+            grown[:n0] = self._local[:n0]
+            self._local = grown
+        self._local[n0:n0 + m] = local
+        self._label_at = np.concatenate([self._label_at, np.asarray(labels, dtype=np.int64)])
+        self._chunk_of = np.concatenate([self._chunk_of, np.asarray([r.chunk_id for r in rows], dtype=np.int64)])
+        self._entry = np.concatenate([self._entry, np.asarray([r.entry_token for r in rows], dtype=np.int64)])
+        repeatable = _matching().REPEATABLE_KINDS
+        self._repeatable = np.concatenate([self._repeatable, [kinds.get(r.chunk_id) in repeatable for r in rows]])
+        self._is_self = np.concatenate([self._is_self, [kinds.get(r.chunk_id) == "self" for r in rows]])
+        self._learned = np.concatenate([self._learned, np.asarray([r.origin == LEARNED for r in rows], bool)])
+        for i, r in enumerate(rows):
+            self._row_of[r.label] = n0 + i
+            self._tokens[r.label] = r.chunk_tokens
+        self._derive()
+
+    def _derive(self) -> None:
+        """Per-row flags and totals that follow from the rows (after any change to them)."""
+        live = self._chunk_of >= 0
+        self._mined = self._repeatable & live            # row -> chunk of a repeatable (mined) kind
+        self._self = self._is_self & live                # row -> self-distilled (the model's own phrase)
+        self._mined_entries = frozenset(self._entry[self._mined].tolist())
+        self._experts = int((live & ~self._mined).sum())  # rows of pii / snippet / phrase chunks
+
+    def _read_chunks(self, store: ChunkStore, chunks, rows) -> None:
+        """What matching keeps of each chunk (words, dismissed places, learned phrases, field type)."""
+        m = _matching()
+        label_of_context = {r.context_id: r.label for r in rows}
+        context_text: dict[int, str] = {}
+        for chunk in chunks:
+            context_text.update((c.id, c.text) for c in chunk.contexts)
+            if chunk.avoid:
+                self._avoid[chunk.id] = [m.tail_words(c.text) for c in chunk.avoid]
+            self._chunk_phrases[chunk.id] = [(m.phrase_key(c.text), label_of_context[c.id])
+                                             for c in chunk.contexts
+                                             if c.origin == LEARNED and words(c.text) and c.id in label_of_context]
+            bag = m.chunk_words((c.text for c in chunk.contexts), chunk.label)
+            self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag}
+        self._phrases = self._phrase_map()
+        self._type_chunks(store, rows, context_text)
+
+    def _phrase_map(self) -> dict[str, tuple[int, int] | None]:
+        """A learned context's last words -> (chunk id, its encoding label); None where two chunks share them."""
+        phrases: dict[str, tuple[int, int] | None] = {}
+        for chunk_id in sorted(self._chunk_phrases):
+            for key, label in self._chunk_phrases[chunk_id]:
+                known = phrases.get(key, (chunk_id, label))
+                phrases[key] = known if known is not None and known[0] == chunk_id else None
+        return phrases
+
+    def _type_chunks(self, store: ChunkStore, rows, context_text: dict[int, str]) -> None:
+        """Each expert chunk's field type: the slot classifier's reading of its own stored contexts."""
+        repeatable = _matching().REPEATABLE_KINDS
+        expert = [r for r in rows if self.slots is not None and r.chunk_id in self._chunks
+                  and self._chunks[r.chunk_id]["kind"] not in repeatable]
+        if expert:
+            labels = [r.label for r in expert]
+            x = slot_features(self.stats, store.encoding_vectors(labels, "vector"),
+                              store.encoding_vectors(labels, "vector_local"),
+                              [context_text.get(r.context_id, "") for r in expert])
+            probs = self.slots.predict(x)[:, : len(self.slots.fields)]          # (n contexts, fields)
+            rows_of: dict[int, list[int]] = {}
+            for i, r in enumerate(expert):
+                rows_of.setdefault(r.chunk_id, []).append(i)
+            for chunk_id, mine in rows_of.items():
+                t = probs[mine].mean(axis=0)
+                if t.sum() >= TYPED:
+                    # Scaled so its own type counts 1: agreement is then the classifier's belief in that
+                    # type here, however spread the chunk's own contexts read (an address whose contexts
+                    # also read as a postcode lost to a cleanly typed email where an address went;
+                    # dev split, scratch replay: 3 wrong fields instead of 5 at 69 of 87 right).  The
+                    # price: a chunk read half as one type and half as another counts fully for both.
+                    self._type_of[chunk_id] = (t / t.max(), expert[mine[0]].label)
+        ids = sorted(self._type_of)
+        fields = len(self.slots.fields) if self.slots is not None else 0
+        self._typed_ids = np.asarray(ids, dtype=np.int64)
+        self._types = (np.asarray([self._type_of[c][0] for c in ids], dtype=np.float32) if ids
+                       else np.empty((0, fields), np.float32))                      # (n typed, fields)
+        self._typed_label = {c: self._type_of[c][1] for c in ids}
+
+    # ------------------------------------------------------------ the background level
+
+    def _calibrate(self) -> None:
+        """Background level: the best match score of ordinary text positions (no shared words).
+
+        Only the user's own entries (PII, snippets, phrases) count: mined
+        chunks come from ordinary text, so ordinary text matches their
+        contexts by construction -- for them the entry token (the paper's
+        trie) and the threshold decide.  Each background query's nearest
+        contexts are kept, so that an edit need not ask them all again.
+        """
+        bg = self.stats.background[:CALIBRATION_QUERIES]
+        self._bg_labels = np.full((len(bg), CALIBRATION_K), -1, dtype=np.int64)
+        self._bg_sims = np.full((len(bg), CALIBRATION_K), -np.inf, dtype=np.float32)
+        if len(self.index):
+            self._requery(np.arange(len(bg)))
+        self.calibration = self._background_level()
+
+    def _requery(self, which: np.ndarray) -> None:
+        bg = self.stats.background
+        for b in which.tolist():
+            labels, sims = self.index.query(bg[b, : self.dim], k=CALIBRATION_K)
+            self._bg_labels[b], self._bg_sims[b] = -1, -np.inf
+            self._bg_labels[b, : len(labels)], self._bg_sims[b, : len(sims)] = labels, sims
+
+    def _recalibrate(self, removed: Sequence[int], added: Sequence[int], keys: np.ndarray | None) -> None:
+        """The background level after an edit: queries that lost a neighbour ask the index again;
+        the others take the added contexts into their nearest by exact cosine."""
+        if len(self._bg_labels) == 0:
+            return self._calibrate()
+        lost = np.isin(self._bg_labels, list(removed)).any(axis=1) if removed else np.zeros(len(self._bg_labels), bool)
+        if added:
+            bg = self.stats.background[: len(self._bg_labels), : self.dim]
+            unit = lambda v: v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)   # noqa: E731
+            sims = (unit(bg) @ unit(np.asarray(keys, np.float32)).T).astype(np.float32)        # (B, m)
+            labels = np.concatenate([self._bg_labels, np.broadcast_to(np.asarray(added, np.int64), sims.shape)], 1)
+            sims = np.concatenate([self._bg_sims, sims], axis=1)
+            best = np.argsort(-sims, axis=1, kind="stable")[:, :CALIBRATION_K]
+            keep = ~lost
+            self._bg_labels[keep] = np.take_along_axis(labels, best, 1)[keep]
+            self._bg_sims[keep] = np.take_along_axis(sims, best, 1)[keep]
+        if lost.any():
+            self._requery(np.flatnonzero(lost))
+        self.calibration = self._background_level()
+
+    def _background_level(self):
+        m = _matching()
+        if len(self.index) == 0 or self._experts == 0 or len(self._bg_labels) == 0:
+            return m.Calibration(background=m.DEFAULT_BACKGROUND)
+        rows = np.vectorize(lambda lab: self._row_of.get(int(lab), -1), otypes=[np.int64])(self._bg_labels)
+        found = rows >= 0                                                     # (B, k)
+        expert = found & ~self._mined[np.where(found, rows, 0)]
+        bg_local = self.stats.background[: len(rows), self.dim:]              # (B, d)
+        local = np.einsum("bkd,bd->bk", self._local[np.where(found, rows, 0)].astype(np.float32), bg_local)
+        score = np.where(expert, m.match_score(self._bg_sims, local, 0.0), -np.inf)   # (B, k)
+        best = score.max(axis=1)[expert.any(axis=1)]
+        if best.size == 0:
+            return m.Calibration(background=m.DEFAULT_BACKGROUND)
+        return m.Calibration(background=float(np.quantile(best, 0.995)))
+
+
+def _matching():
+    """core.matching, the proposing half: what kinds repeat, what words and scores mean (imported
+    here, not at the top, because it imports this module)."""
+    from . import matching
+
+    return matching

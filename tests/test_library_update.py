@@ -1,0 +1,122 @@
+"""A library edit reaches matching in place (Engine.refresh(chunk_ids=...), core/matching_state.py):
+what the updated matcher proposes is what a matcher loaded from scratch proposes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import paper_profile, phrasings
+from core.encoding import local_mean
+from core.matching import ChunkMatcher
+from core.store import DISMISSED, LEARNED
+from test_editor import WAIT, answer, make_window, type_text  # noqa: F401  (make_window: a fixture)
+
+PROBES = [
+    "Thanks for the call. You can reach me on",
+    "My email address is",
+    "Please send the parcel to my home address:",
+    "The code is on my GitHub:",
+    "Our company is called",
+    "Hi Sam,\n\nI hope you are well.",
+    "Best regards,\n",
+]
+
+
+def _fresh(engine) -> ChunkMatcher:
+    m = ChunkMatcher(engine.matcher.stats, engine.threshold)
+    m.slots = engine.matcher.slots
+    m.load(engine.store, engine.model_id, engine.runtime.identity, None)
+    return m
+
+
+def _answers(engine, matcher: ChunkMatcher, texts) -> list:
+    """What matching says after each text: its proposal and every typed chunk's agreement."""
+    rt, out = engine.runtime, []
+    for text in texts:
+        tokens = rt.tokenize(text, add_special=True)
+        states = engine.runtime_states(tokens)                         # logits (n, V), hidden (n, d)
+        h, local = states.hidden[-1], local_mean(states.hidden)
+        p = matcher.propose(h, local, text, last_token=tokens[-1], model_choice=int(np.argmax(states.logits[-1])))
+        agreement = {k: round(v, 5) for k, v in matcher.type_agreement(h, local, text).items()}
+        out.append(((p.chunk_id, round(p.q, 5)) if p else None, agreement))
+    return out
+
+
+def _same(engine) -> None:
+    fresh, updated = _fresh(engine), engine.matcher
+    assert len(updated) == len(fresh)
+    assert updated.calibration.background == pytest.approx(fresh.calibration.background, abs=1e-5)
+    assert updated._phrases == fresh._phrases
+    assert _answers(engine, updated, PROBES + TEXTS) == _answers(engine, fresh, PROBES + TEXTS)
+
+
+TEXTS = [phrasings()["positives"][field][0] for field in ("phone", "email", "address", "website")] \
+    + phrasings()["negatives"][:2]
+
+
+@pytest.fixture
+def library(make_engine):
+    engine = make_engine()
+    for field, entry in paper_profile().items():
+        engine.store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
+    engine.store.add_chunk("Let me know if you have any questions.", "snippet", ["Hope this helps."])
+    engine.refresh()
+    return engine
+
+
+def test_added_edited_and_deleted_chunks_match_as_after_a_reload(library):
+    engine, store = library, library.store
+    ids = {c.label: c.id for c in store.list_chunks()}
+    before = engine.contexts
+    added = store.add_chunk("Northwind Traders Ltd", "pii", ["I work at", "Our company is called"], label="company")
+    assert engine.refresh(chunk_ids=[added]) == 2                       # its two contexts, nothing else encoded
+    assert engine.contexts == before + 2
+    _same(engine)
+    store.update_chunk(ids["phone"], text="+44 20 7946 0000", contexts=["Call me on", "My mobile number is"])
+    engine.refresh(chunk_ids=[ids["phone"]])
+    _same(engine)
+    store.remove_chunks([ids["website"]])
+    engine.refresh(chunk_ids=[ids["website"]])
+    assert ids["website"] not in engine.matcher._chunks
+    _same(engine)
+
+
+def test_learned_and_dismissed_contexts_match_as_after_a_reload(library):
+    engine, store = library, library.store
+    ids = {c.label: c.id for c in store.list_chunks()}
+    store.add_context(ids["email"], "Drop me a line at", LEARNED)
+    store.add_context(ids["phone"], "Drop me a line at", LEARNED)          # the same phrase: two chunks, neither
+    store.add_context(ids["address"], "Ship it over to", LEARNED)
+    store.add_context(ids["github"], "The code is on my GitHub:", DISMISSED)
+    engine.refresh(chunk_ids=[ids["email"], ids["phone"], ids["address"], ids["github"]])
+    assert engine.matcher.learned_proposal("Please ship it over to").chunk_id == ids["address"]
+    assert engine.matcher.learned_proposal("Drop me a line at") is None
+    assert engine.matcher.avoided(ids["github"], "The code is on my GitHub:")
+    _same(engine)
+
+
+def test_an_edit_before_matching_was_loaded_loads_it_whole(make_engine):
+    engine = make_engine()
+    cid = engine.store.add_chunk("ana@example.org", "pii", ["My email is"], label="email")
+    engine.refresh(chunk_ids=[cid])                     # nothing loaded yet: a whole load, not an update
+    assert engine.contexts == 1
+    _same(engine)
+
+
+def test_a_chunk_added_in_the_library_is_the_next_suggestion(qtbot, make_window):
+    """Through the editor: the dialog's add reaches matching (in place) before the next suggestion."""
+    from app.library import LibraryDialog
+
+    w = make_window()
+    dialog = LibraryDialog(w)
+    qtbot.addWidget(dialog)
+    with qtbot.waitSignal(w.worker.store_ready, timeout=WAIT):
+        cid = answer(qtbot, dialog, "add", lambda: dialog.add_chunk(values={
+            "text": "(555) 987-6543", "kind": "pii", "label": "phone",
+            "contexts": ["Call me at", "My number is", "please give me a call at"]}))
+    dialog.accept()
+    assert w.worker.engine.contexts == 3
+    body = w.body_edit
+    body.setFocus()
+    type_text(qtbot, body, "Hi Tom,\n\nThanks for the quick reply. If anything comes up, please give me a call at")
+    qtbot.waitUntil(lambda: any(p.from_chunk and p.chunk_id == cid for p in body.pieces), timeout=WAIT)
