@@ -1,8 +1,9 @@
-"""The File menu's side of the compose window: the email in it, its draft, the .eml it is saved to.
+"""The File menu's side of the compose window: the email in it, its autosave, the .eml it is saved to.
 
-Every email in progress has its own draft file (``app/drafts.py``), autosaved a second after each
+Every email in progress has its own autosave file (``app/autosave.py``), written a second after each
 change, so New, Open or a crash never lose one; File → Open Recent lists them beside the emails
-opened or saved lately.  A saved email is a .eml a mail client opens as a draft.
+opened or saved lately.  A saved email is a .eml a mail client opens as a draft (the mail client's
+word; in code "draft" means speculative drafting only).
 """
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from core.paths import atomic_write
 
-from .drafts import DraftFile, DraftFolder, describe
-from .email_file import OPEN_FILTER, EmailFileError, draft_message, read_email_file, suggested_file_name
+from .autosave import FILE_PREFIX, AutosaveFile, AutosaveFolder, describe
+from .email_file import OPEN_FILTER, EmailFileError, eml_message, read_email_file, suggested_file_name
 
 MAX_RECENT = 8
 
@@ -30,26 +31,27 @@ class EmailActions:
 
     # ------------------------------------------------------------ state
 
-    def _init_email(self, draft_file: DraftFile | None) -> None:
+    def _init_email(self, autosave_file: AutosaveFile | None) -> None:
         self._dirty = False
         self._loading = False            # filling the window from a file: not an edit
         self.file_path = ""              # the .eml this email was opened from or saved to
-        if draft_file is not None:
-            self.drafts = DraftFolder(draft_file.path.parent)
-            self.draft_file = draft_file
+        if autosave_file is not None:
+            self.autosaves = AutosaveFolder(autosave_file.path.parent)
+            self.autosave_file = autosave_file
         else:
-            self.drafts = DraftFolder()
-            self._adopt_single_draft()
-            found = self.drafts.in_progress()
-            self.draft_file = found[0][0] if found else self.drafts.new()
+            self.autosaves = AutosaveFolder()
+            self._adopt_single_autosave()
+            found = self.autosaves.in_progress()
+            self.autosave_file = found[0][0] if found else self.autosaves.new()
 
-    def _adopt_single_draft(self) -> None:
-        """Chunkwise before several drafts kept one ``draft.json`` beside the library: move it in."""
-        legacy = self.drafts.folder.parent / "draft.json"
+    def _adopt_single_autosave(self) -> None:
+        """Chunkwise before several emails in progress kept one ``draft.json`` (its name on users'
+        disks) beside the library: move it in."""
+        legacy = self.autosaves.folder.parent / "draft.json"
         if legacy.exists():
             try:
-                self.drafts.folder.mkdir(parents=True, mode=0o700, exist_ok=True)
-                legacy.replace(self.drafts.folder / "draft-restored.json")
+                self.autosaves.folder.mkdir(parents=True, mode=0o700, exist_ok=True)
+                legacy.replace(self.autosaves.folder / f"{FILE_PREFIX}-restored.json")
             except OSError:
                 pass
 
@@ -71,7 +73,8 @@ class EmailActions:
     def email_text(self) -> str:
         return self.body_edit.toPlainText()
 
-    def draft(self) -> dict:
+    def email_fields(self) -> dict:
+        """To, Subject and body as they are in the window."""
         return {"to": self.to_edit.text(), "subject": self.subject_edit.toPlainText(),
                 "body": self.body_edit.toPlainText()}
 
@@ -82,49 +85,49 @@ class EmailActions:
         self.autosave.start()
         self._update_title()
 
-    # ------------------------------------------------------------ drafts
+    # ------------------------------------------------------------ autosave
 
-    def save_draft(self) -> None:
+    def autosave_now(self) -> None:
         """Autosave: the email as it is now, with its library marks, so a crash or a kill loses nothing."""
         try:
-            if any(self.draft().values()):
-                self.draft_file.save({**self.draft(), "marks": self.body_edit.labelled_marks(),
-                                      "file": self.file_path})
+            if any(self.email_fields().values()):
+                self.autosave_file.save({**self.email_fields(), "marks": self.body_edit.labelled_marks(),
+                                         "file": self.file_path})
             else:
-                self.draft_file.clear()
+                self.autosave_file.clear()
         except OSError as exc:
             self.statusBar().showMessage(f"Draft not autosaved: {exc.strerror}", 8000)
 
-    def _restore_draft(self) -> None:
-        saved = self.draft_file.load()
+    def _restore_autosave(self) -> None:
+        saved = self.autosave_file.load()
         if saved:
-            self._show_email(saved, self.draft_file, saved.get("file", ""), dirty=True)
+            self._show_email(saved, self.autosave_file, saved.get("file", ""), dirty=True)
             self.statusBar().showMessage("Restored the email you were writing", 6000)
         else:
             self._update_title()
 
     def _keep_current(self) -> None:
-        """Before another email takes the window: this one stays a draft in progress if unsaved."""
+        """Before another email takes the window: this one stays an email in progress if unsaved."""
         self.autosave.stop()
-        if self.dirty and any(self.draft().values()):
-            self.save_draft()
+        if self.dirty and any(self.email_fields().values()):
+            self.autosave_now()
             self.statusBar().showMessage("The email you were writing is kept under File → Open Recent.", 6000)
 
-    def _show_email(self, draft: dict, draft_file: DraftFile, file_path: str, dirty: bool) -> None:
+    def _show_email(self, fields: dict, autosave_file: AutosaveFile, file_path: str, dirty: bool) -> None:
         self.cancel_suggestion()
         for editor in (self.body_edit, self.subject_edit):
             editor.clear_ghost()
         self._loading = True
         try:
-            self.to_edit.setText(draft.get("to", ""))
-            self.subject_edit.setPlainText(draft.get("subject", ""))
-            self.body_edit.setPlainText(draft.get("body", ""))
+            self.to_edit.setText(fields.get("to", ""))
+            self.subject_edit.setPlainText(fields.get("subject", ""))
+            self.body_edit.setPlainText(fields.get("body", ""))
             self.body_edit.mark_not_typed()      # not typed in this session: not learned from
-            self.body_edit.restore_marks(draft.get("marks", []))
+            self.body_edit.restore_marks(fields.get("marks", []))
             self.body_edit.moveCursor(self.body_edit.textCursor().MoveOperation.End)
         finally:
             self._loading = False
-        self.draft_file, self.file_path, self.dirty = draft_file, file_path, dirty
+        self.autosave_file, self.file_path, self.dirty = autosave_file, file_path, dirty
         self.autosave.stop()
         self._update_title()
         self.body_edit.setFocus()
@@ -132,9 +135,9 @@ class EmailActions:
     # ------------------------------------------------------------ File menu
 
     def new_email(self) -> None:
-        """File → New: an empty email; the one in the window stays a draft if it was not saved."""
+        """File → New: an empty email; the one in the window stays in progress if it was not saved."""
         self._keep_current()
-        self._show_email({}, self.drafts.new(), "", dirty=False)
+        self._show_email({}, self.autosaves.new(), "", dirty=False)
 
     def open_email(self, path: str | None = None) -> bool:
         """File → Open…: a .eml (its plain-text part) or a text file, as a new email in progress."""
@@ -143,45 +146,46 @@ class EmailActions:
         if not path:
             return False
         try:
-            draft = read_email_file(path)
+            fields = read_email_file(path)
         except EmailFileError as exc:
             QMessageBox.warning(self, "Open email", str(exc))
             return False
         self._keep_current()
         eml = path if Path(path).suffix.lower() == ".eml" else ""     # a text file is saved as a new .eml
-        self._show_email(draft, self.drafts.new(), eml, dirty=not eml)
+        self._show_email(fields, self.autosaves.new(), eml, dirty=not eml)
         self._remember(path)
         self.statusBar().showMessage(f"Opened {Path(path).name}", 4000)
         return True
 
-    def open_draft(self, draft_file: DraftFile) -> None:
-        saved = draft_file.load()
+    def open_autosave(self, autosave_file: AutosaveFile) -> None:
+        """File → Open Recent → an email in progress."""
+        saved = autosave_file.load()
         if saved is None:
             QMessageBox.information(self, "Open Recent", "That draft is no longer there.")
             return
         self._keep_current()
-        self._show_email(saved, draft_file, saved.get("file", ""), dirty=True)
+        self._show_email(saved, autosave_file, saved.get("file", ""), dirty=True)
 
     def save_email(self, path: str | None = None, ask: bool = False) -> str | None:
         """File → Save (to the email's own .eml, or asking where) and Save As… (``ask``)."""
         if not path and self.file_path and not ask:
             path = self.file_path
         if not path:
-            start = self.file_path or str(Path(documents_folder()) / suggested_file_name(self.draft()))
+            start = self.file_path or str(Path(documents_folder()) / suggested_file_name(self.email_fields()))
             path, _ = QFileDialog.getSaveFileName(self, "Save email", start, "Email (*.eml)")
         if not path:
             return None
         if not Path(path).suffix:
             path += ".eml"
         try:
-            atomic_write(path, draft_message(self.draft(), self.settings.from_address).as_bytes(), mode=0o600)
+            atomic_write(path, eml_message(self.email_fields(), self.settings.from_address).as_bytes(), mode=0o600)
         except (OSError, ValueError) as exc:
             QMessageBox.warning(self, "Save email", f"Could not save {path}: {getattr(exc, 'strerror', None) or exc}")
             return None
         self.file_path = path
         self.dirty = False
         self.autosave.stop()
-        self.draft_file.clear()              # saved: no longer a draft in progress (an edit makes it one again)
+        self.autosave_file.clear()           # saved: no longer an email in progress (an edit makes it one again)
         self._remember(path)
         self._update_title()
         self.statusBar().showMessage(f"Saved {path}", 3000)
@@ -197,12 +201,12 @@ class EmailActions:
         """File → Open Recent, built when it opens: emails in progress, then files opened or saved."""
         menu = self.recent_menu
         menu.clear()
-        drafts = [(f, d) for f, d in self.drafts.in_progress() if f.path != self.draft_file.path]
-        if drafts:
+        others = [(f, e) for f, e in self.autosaves.in_progress() if f.path != self.autosave_file.path]
+        if others:
             menu.addSection("Emails in progress")
-            for draft_file, draft in drafts[:MAX_RECENT]:
-                menu.addAction(describe(draft)).triggered.connect(
-                    lambda _=False, f=draft_file: self.open_draft(f))
+            for autosave_file, fields in others[:MAX_RECENT]:
+                menu.addAction(describe(fields)).triggered.connect(
+                    lambda _=False, f=autosave_file: self.open_autosave(f))
         files = [p for p in self.settings.recent_files if Path(p).exists()]
         if files:
             menu.addSection("Files")
@@ -210,7 +214,7 @@ class EmailActions:
                 action = menu.addAction(Path(path).name)
                 action.setToolTip(path)
                 action.triggered.connect(lambda _=False, p=path: self.open_email(p))
-        if not drafts and not files:
+        if not others and not files:
             menu.addAction("Nothing recent").setEnabled(False)
 
     # ------------------------------------------------------------ handing the email on

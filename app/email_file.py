@@ -1,6 +1,6 @@
 """Emails on disk: a .eml a mail client opens as a draft, and reading .eml or plain text back.
 
->>> msg = draft_message({"to": "ann@example.org", "subject": "", "body": "Hi Ann"}, from_address="me@example.org")
+>>> msg = eml_message({"to": "ann@example.org", "subject": "", "body": "Hi Ann"}, from_address="me@example.org")
 >>> msg["X-Unsent"], msg["Subject"] is None, msg["From"]
 ('1', True, 'me@example.org')
 >>> read_email_bytes(bytes(msg), "mail.eml")["body"].strip()
@@ -24,19 +24,19 @@ class EmailFileError(ValueError):
     """A file that cannot be opened as an email; the message says why, for the user."""
 
 
-def draft_message(draft: dict, from_address: str = "") -> email.message.EmailMessage:
+def eml_message(fields: dict, from_address: str = "") -> email.message.EmailMessage:
     """The email as a draft a mail client opens for editing (Outlook and Thunderbird read
     ``X-Unsent: 1`` as "not sent yet"); empty headers are left out rather than written empty."""
     msg = email.message.EmailMessage(policy=email.policy.SMTP)
     if from_address.strip():
         msg["From"] = from_address.strip()
-    if draft.get("to", "").strip():
-        msg["To"] = draft["to"].strip()
-    if draft.get("subject", "").strip():
-        msg["Subject"] = draft["subject"].strip()
+    if fields.get("to", "").strip():
+        msg["To"] = fields["to"].strip()
+    if fields.get("subject", "").strip():
+        msg["Subject"] = fields["subject"].strip()
     msg["Date"] = email.utils.formatdate(localtime=True)
     msg["X-Unsent"] = "1"
-    msg.set_content(draft.get("body", ""))
+    msg.set_content(fields.get("body", ""))
     return msg
 
 
@@ -77,12 +77,12 @@ def read_email_file(path: str | Path) -> dict:
     return read_email_bytes(data, path.name)
 
 
-def suggested_file_name(draft: dict) -> str:
+def suggested_file_name(fields: dict) -> str:
     """A file name from the subject ("Lunch on Friday.eml"), safe on every desktop.
 
     >>> suggested_file_name({"subject": "Re: a/b? <x>"})
     'Re a b x.eml'
     """
-    name = "".join(c if c.isalnum() or c in " -_.,'()" else " " for c in draft.get("subject", ""))
+    name = "".join(c if c.isalnum() or c in " -_.,'()" else " " for c in fields.get("subject", ""))
     name = " ".join(name.split()).strip(" .")[:80]
     return f"{name or 'email'}.eml"

@@ -37,7 +37,7 @@ from .words import kind_name
 
 CHUNK_ID = QTextFormat.UserProperty + 1
 CHUNK_LABEL = QTextFormat.UserProperty + 2
-NOT_TYPED = QTextFormat.UserProperty + 3       # text that came from a suggestion, a paste or a restored draft
+NOT_TYPED = QTextFormat.UserProperty + 3       # text that came from a suggestion, a paste or a restored autosave
 _NEXT_WORD = re.compile(r"\s*\S+")
 
 
@@ -155,11 +155,11 @@ class GhostTextEdit(QPlainTextEdit):
         return fmt
 
     def not_typed_ranges(self) -> list[tuple[int, int]]:
-        """(start, end) of text the user did not type: accepted suggestions, pastes, a restored draft."""
+        """(start, end) of text the user did not type: accepted suggestions, pastes, a restored autosave."""
         return [(frag.position(), frag.position() + frag.length()) for frag in self._fragments(NOT_TYPED)]
 
     def mark_not_typed(self) -> None:
-        """Mark everything now in the document as not typed here (a restored draft)."""
+        """Mark everything now in the document as not typed here (a restored autosave)."""
         cursor = QTextCursor(self.document())
         cursor.select(QTextCursor.Document)
         fmt = QTextCharFormat()
@@ -214,13 +214,13 @@ class GhostTextEdit(QPlainTextEdit):
         return [(p, p + n, cid) for p, n, cid in self._chunk_fragments()]
 
     def labelled_marks(self) -> list[list]:
-        """[start, end, chunk id, label] of accepted chunk text: what a saved draft keeps."""
+        """[start, end, chunk id, label] of accepted chunk text: what an autosave keeps."""
         return [[p, p + n, int(f.property(CHUNK_ID)), str(f.property(CHUNK_LABEL) or "chunk")]
                 for frag in self._fragments(CHUNK_ID)
                 for p, n, f in [(frag.position(), frag.length(), frag.charFormat())]]
 
     def restore_marks(self, marks: list[list]) -> None:
-        """Mark library text again after a restored draft (issue 14.17); marks past the text are dropped."""
+        """Mark library text again after a restored autosave (issue 14.17); marks past the text are dropped."""
         end = self.document().characterCount() - 1
         self._internal = True
         try:

@@ -14,7 +14,7 @@ def _no_display() -> bool:
 def crash_report(exc_type, exc, tb) -> str:
     """What an unexpected error reports: its type and where, never its message.
 
-    Messages can quote the user's text (a chunk, a line of the draft); the
+    Messages can quote the user's text (a chunk, a line of the email); the
     frames say where to look without it.
     """
     import traceback
@@ -29,7 +29,7 @@ def _install_excepthook(window_ref: list) -> None:
         window = window_ref[0] if window_ref else None
         if window is not None:
             try:
-                window.save_draft()
+                window.autosave_now()
                 from PySide6.QtWidgets import QMessageBox
 
                 QMessageBox.warning(window, "Chunkwise",

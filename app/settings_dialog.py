@@ -14,7 +14,7 @@ from .settings import Settings
 
 
 class ThresholdPlot(QWidget):
-    """How many places of the draft would take a chunk at each threshold (core.tuning.Place: up to
+    """How many places of the email would take a chunk at each threshold (core.tuning.Place: up to
     which threshold each would); the list beside it says which phrase takes which chunk."""
 
     def __init__(self, parent=None):
@@ -204,7 +204,7 @@ class SettingsDialog(QDialog):
         self._list_places()
 
     def _list_places(self) -> None:
-        """Which phrase of the draft takes which chunk at the slider's value."""
+        """Which phrase of the email takes which chunk at the slider's value."""
         self.places_list.clear()
         taking = self.plot.taking(self.slider.value() / 100)
         for place in taking:

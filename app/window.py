@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QDialog, QFileDialog, QFormLayout, QLabel, QLineE
 from core import GenerationRequest, Piece
 
 from .alternatives import Alternatives, trim_start
-from .drafts import DraftFile
+from .autosave import AutosaveFile
 from .email_actions import EmailActions
 from .ghost import GhostTextEdit
 from .help import show_help
@@ -31,15 +31,15 @@ _MAILTO = re.compile(r"mailto:[^'\"\n]*")
 
 
 def _redacting_handler(mode, context, message) -> None:
-    """Qt's own warnings, with any mailto: URL (which carries the whole draft) cut out."""
-    message = _MAILTO.sub("mailto:<draft not shown>", message)
+    """Qt's own warnings, with any mailto: URL (which carries the whole email) cut out."""
+    message = _MAILTO.sub("mailto:<draft not shown>", message)     # log text: the user's word
     if _previous_handler is not None:
         _previous_handler(mode, context, message)
     else:
         sys.stderr.write(message + "\n")
 
 
-def keep_drafts_out_of_qt_messages() -> None:
+def keep_emails_out_of_qt_messages() -> None:
     """Put the redacting message handler in front (issue 14.8: a failed mailto open printed the body).
     Idempotent: installed again, it keeps the handler it passes messages on to."""
     global _previous_handler
@@ -90,13 +90,13 @@ class ComposeWindow(QMainWindow, EmailActions):
     library_unlocked = Signal()             # the library opened after start (dialogs fill their tables)
 
     def __init__(self, settings: Settings, settings_file: Path | None = None, start_worker: bool = True,
-                 draft_file: DraftFile | None = None):
+                 autosave_file: AutosaveFile | None = None):
         super().__init__()
-        keep_drafts_out_of_qt_messages()
+        keep_emails_out_of_qt_messages()
         self.confirm_close = True       # ask before closing with unsaved work
         self.settings = settings
         self.settings_file = settings_file
-        self._init_email(draft_file)
+        self._init_email(autosave_file)
         self.resize(820, 600)
         self._ids = itertools.count(1)
         self.current_id = 0
@@ -121,10 +121,10 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.autosave = QTimer(self)
         self.autosave.setSingleShot(True)
         self.autosave.setInterval(1000)
-        self.autosave.timeout.connect(self.save_draft)
+        self.autosave.timeout.connect(self.autosave_now)
         self.worker_thread = WorkerThread() if start_worker else None
         self.lane = StoreLane(self.worker) if self.worker_thread else None   # the library's store work
-        self._restore_draft()
+        self._restore_autosave()
         if self.worker_thread:
             self._connect_worker()
             self.load_model()
@@ -697,9 +697,9 @@ class ComposeWindow(QMainWindow, EmailActions):
             if answer == QMessageBox.Cancel or (answer == QMessageBox.Save and not self.save_email()):
                 event.ignore()
                 return
-            self.draft_file.clear()          # saved or discarded on purpose: nothing to restore
+            self.autosave_file.clear()       # saved or discarded on purpose: nothing to restore
         elif self.dirty:
-            self.save_draft()
+            self.autosave_now()
         self.shutdown()
         super().closeEvent(event)
 

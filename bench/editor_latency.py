@@ -116,10 +116,10 @@ def measure(session: dict, db_path: Path, tmp: Path, changes: dict | None = None
     from app.window import ComposeWindow
 
     app = QApplication.instance() or QApplication(sys.argv)  # noqa: F841 (kept alive)
-    from app.drafts import DraftFile
+    from app.autosave import AutosaveFile
 
     window = ComposeWindow(Settings(db_path=str(db_path), **(changes or {})), tmp / "settings.json",
-                           draft_file=DraftFile(tmp / "draft.json"))
+                           autosave_file=AutosaveFile(tmp / "draft.json"))
     window.confirm_close = False
     window.show()
     while not window.model_ready:

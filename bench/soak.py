@@ -41,7 +41,7 @@ def main() -> int:
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
 
-    from app.drafts import DraftFile
+    from app.autosave import AutosaveFile
     from app.settings import Settings
     from app.window import ComposeWindow
     from core import ChunkStore, Engine
@@ -62,7 +62,7 @@ def main() -> int:
     app = QApplication.instance() or QApplication(sys.argv)
     # A 50 ms typing pause at 10 keys/s: every key starts a request and the next key cancels it.
     window = ComposeWindow(Settings(db_path=str(db), debounce_ms=50), tmp / "settings.json",
-                           draft_file=DraftFile(tmp / "draft.json"))
+                           autosave_file=AutosaveFile(tmp / "draft.json"))
     window.confirm_close = False
     window.show()
     t1 = time.perf_counter()

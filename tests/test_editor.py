@@ -324,29 +324,29 @@ def test_default_store_location_is_used_when_none_is_set(qtbot, tmp_path):
         w.shutdown()
 
 
-def test_drafts_are_autosaved_restored_and_closing_asks(qtbot, tmp_path, monkeypatch):
+def test_emails_in_progress_are_autosaved_restored_and_closing_asks(qtbot, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QMessageBox
 
-    from app.drafts import DraftFile
+    from app.autosave import AutosaveFile
 
-    drafts = DraftFile(tmp_path / "draft.json")
-    w = ComposeWindow(Settings(debounce_ms=50), tmp_path / "settings.json", start_worker=False, draft_file=drafts)
+    autosave = AutosaveFile(tmp_path / "draft.json")
+    w = ComposeWindow(Settings(debounce_ms=50), tmp_path / "settings.json", start_worker=False, autosave_file=autosave)
     qtbot.addWidget(w)
     w.to_edit.setText("ann@example.org")
     w.subject_edit.setPlainText("Plans")
     w.body_edit.setPlainText("Hi Ann,\n\nSee you Friday.")
-    qtbot.waitUntil(lambda: drafts.load() is not None and "Friday" in drafts.load()["body"], timeout=5000)
-    assert (drafts.path.stat().st_mode & 0o777) == 0o600
+    qtbot.waitUntil(lambda: autosave.load() is not None and "Friday" in autosave.load()["body"], timeout=5000)
+    assert (autosave.path.stat().st_mode & 0o777) == 0o600
     # a new window (after a crash or a kill) finds the email again
-    again = ComposeWindow(Settings(), tmp_path / "settings.json", start_worker=False, draft_file=drafts)
+    again = ComposeWindow(Settings(), tmp_path / "settings.json", start_worker=False, autosave_file=autosave)
     qtbot.addWidget(again)
-    assert again.draft() == {"to": "ann@example.org", "subject": "Plans", "body": "Hi Ann,\n\nSee you Friday."}
-    # closing with unsaved work asks; Cancel keeps the window, Discard closes and forgets the draft
+    assert again.email_fields() == {"to": "ann@example.org", "subject": "Plans", "body": "Hi Ann,\n\nSee you Friday."}
+    # closing with unsaved work asks; Cancel keeps the window, Discard closes and forgets the autosave
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Cancel)
-    assert again.close() is False and again.draft()["body"]
-    assert drafts.load() is not None
+    assert again.close() is False and again.email_fields()["body"]
+    assert autosave.load() is not None
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Discard)
-    assert again.close() and drafts.load() is None
+    assert again.close() and autosave.load() is None
     w.confirm_close = False
     w.shutdown()
 

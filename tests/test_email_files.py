@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QGuiApplication  # noqa: E402
 from PySide6.QtWidgets import QFileDialog, QMessageBox  # noqa: E402
 
-from app.drafts import DraftFile, DraftFolder  # noqa: E402
+from app.autosave import AutosaveFile, AutosaveFolder  # noqa: E402
 from core import Piece  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.window import ComposeWindow  # noqa: E402
@@ -39,9 +39,9 @@ def recent_items(window) -> list[str]:
 @pytest.fixture
 def window(qtbot, tmp_path):
     def make(folder=tmp_path / "drafts", **settings):
-        first = DraftFolder(folder).in_progress()
+        first = AutosaveFolder(folder).in_progress()
         w = ComposeWindow(Settings(debounce_ms=50, **settings), tmp_path / "settings.json", start_worker=False,
-                          draft_file=first[0][0] if first else DraftFolder(folder).new())
+                          autosave_file=first[0][0] if first else AutosaveFolder(folder).new())
         w.confirm_close = False
         qtbot.addWidget(w)
         w.show()
@@ -82,26 +82,26 @@ def test_save_writes_a_draft_a_mail_client_opens_and_the_title_follows(qtbot, wi
 
 
 def test_new_keeps_the_email_in_progress_and_open_recent_brings_it_back(qtbot, window):
-    """Bugs caught: New clearing an unsaved email for good, drafts that do not survive a restart,
+    """Bugs caught: New clearing an unsaved email for good, emails in progress that do not survive a restart,
     only one email in progress surviving a crash."""
     w = window()
     w.body_edit.setFocus()
     qtbot.keyClicks(w.body_edit, "First email, not saved.")
     action(w, "File", "New email").trigger()
-    assert w.draft() == {"to": "", "subject": "", "body": ""} and not w.isWindowModified()
+    assert w.email_fields() == {"to": "", "subject": "", "body": ""} and not w.isWindowModified()
     qtbot.keyClicks(w.subject_edit, "Second")
     w.body_edit.setFocus()
     qtbot.keyClicks(w.body_edit, "Second email.")
-    qtbot.waitUntil(lambda: len(w.drafts.in_progress()) == 2, timeout=5000)     # autosaved a second later
+    qtbot.waitUntil(lambda: len(w.autosaves.in_progress()) == 2, timeout=5000)     # autosaved a second later
     assert any("First email" in item for item in recent_items(w))
     # a crash: nothing closed properly; a new window finds both emails
-    again = window(folder=w.drafts.folder)
-    assert again.draft()["body"] == "Second email."
+    again = window(folder=w.autosaves.folder)
+    assert again.email_fields()["body"] == "Second email."
     again.recent_menu.aboutToShow.emit()                                     # the user opens File → Open Recent
     first = [a for a in again.recent_menu.actions() if "First email" in a.text()]
     assert first
     first[0].trigger()
-    assert again.draft()["body"] == "First email, not saved."
+    assert again.email_fields()["body"] == "First email, not saved."
     assert any("Second" in item for item in recent_items(again))            # the other one is still there
 
 
@@ -124,18 +124,19 @@ def test_open_reads_an_eml_from_a_mail_client_and_refuses_what_it_cannot_edit(qt
         (tmp_path / bad).write_bytes(content)
         monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, p=tmp_path / bad: (str(p), ""))
         action(w, "File", "Open…").trigger()
-        assert w.draft()["body"] == "Keep me." and bad in warnings[-1]
+        assert w.email_fields()["body"] == "Keep me." and bad in warnings[-1]
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a: (str(eml), ""))
     action(w, "File", "Open…").trigger()
-    assert w.draft() == {"to": "lee@example.org", "subject": "Quarterly plan", "body": "Hi Lee,\n\nHere is the plan.\n"}
+    assert w.email_fields() == {"to": "lee@example.org", "subject": "Quarterly plan",
+                                "body": "Hi Lee,\n\nHere is the plan.\n"}
     assert w.windowTitle().startswith("plan.eml") and not w.isWindowModified()
     items = recent_items(w)
     assert "plan.eml" in items and any("Keep me." in item for item in items)
 
 
-def test_library_text_keeps_its_highlight_after_a_restored_draft(qtbot, window):
+def test_library_text_keeps_its_highlight_after_a_restored_autosave(qtbot, window):
     """Issue 14.17. Bug caught: the chunk marks lived only in the document's formats, so a
-    restored draft showed the user's phone number as if typed by hand."""
+    restored autosave showed the user's phone number as if typed by hand."""
     w = window()
     w.body_edit.setFocus()
     qtbot.keyClicks(w.body_edit, "Call me on")
@@ -145,9 +146,9 @@ def test_library_text_keeps_its_highlight_after_a_restored_draft(qtbot, window):
     qtbot.keyClicks(w.body_edit, " after six.")
     marks = w.body_edit.chunk_marks()
     assert marks == [(10, 25, 7)]
-    qtbot.waitUntil(lambda: bool(w.draft_file.load()) and "six" in w.draft_file.load()["body"], timeout=5000)
-    again = window(folder=w.drafts.folder)
-    assert again.draft()["body"] == "Call me on (555) 123-4567 after six."
+    qtbot.waitUntil(lambda: bool(w.autosave_file.load()) and "six" in w.autosave_file.load()["body"], timeout=5000)
+    again = window(folder=w.autosaves.folder)
+    assert again.email_fields()["body"] == "Call me on (555) 123-4567 after six."
     assert again.body_edit.chunk_marks() == marks
     assert again.body_edit.labelled_marks()[0][3] == "phone"          # the tooltip's label too
 
@@ -176,17 +177,19 @@ def test_edit_menu_acts_on_the_field_with_the_focus_and_help_explains(qtbot, win
         shown[0].close()
 
 
-def test_a_draft_from_an_older_chunkwise_is_adopted(qtbot, tmp_path, monkeypatch):
-    """The single draft.json an older Chunkwise kept beside the library is found by the new drafts folder."""
+def test_an_autosave_from_an_older_chunkwise_is_adopted(qtbot, tmp_path, monkeypatch):
+    """The single draft.json an older Chunkwise kept beside the library is found by the autosave folder,
+    which keeps the names already on users' disks (drafts/draft-*.json)."""
     from core.paths import data_dir
 
     legacy = data_dir() / "draft.json"
     legacy.parent.mkdir(parents=True, exist_ok=True)
-    DraftFile(legacy).save({"to": "", "subject": "Old", "body": "Written before the update."})
+    AutosaveFile(legacy).save({"to": "", "subject": "Old", "body": "Written before the update."})
     w = ComposeWindow(Settings(), tmp_path / "settings.json", start_worker=False)
     w.confirm_close = False
     qtbot.addWidget(w)
-    assert w.draft()["body"] == "Written before the update." and not legacy.exists()
+    assert w.email_fields()["body"] == "Written before the update." and not legacy.exists()
+    assert w.autosave_file.path == data_dir() / "drafts" / "draft-restored.json"
 
 
 def test_ghost_and_library_colours_follow_a_dark_theme(qtbot, window, monkeypatch):

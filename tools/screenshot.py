@@ -47,10 +47,10 @@ def main(out: Path = ROOT / "docs" / "img" / "editor.png", theme: str = "light")
     apply_desktop_theme(app)
     suffix = "" if theme == "light" else f"-{theme}"
     out = out.with_name(f"{out.stem}{suffix}{out.suffix}")
-    from app.drafts import DraftFile
+    from app.autosave import AutosaveFile
 
     window = ComposeWindow(Settings(db_path=str(db), debounce_ms=150), tmp / "settings.json",
-                           draft_file=DraftFile(tmp / "draft.json"))
+                           autosave_file=AutosaveFile(tmp / "draft.json"))
     window.confirm_close = False
     window.resize(860, 520)
     window.show()
