@@ -59,6 +59,7 @@ class MatchingState:
         self._type_of: dict[int, tuple[np.ndarray, int]] = {}        # typed chunk id -> (type row, a label)
         self._bg_labels = np.empty((0, CALIBRATION_K), dtype=np.int64)   # background query -> nearest labels
         self._bg_sims = np.empty((0, CALIBRATION_K), dtype=np.float32)   # ... and their cosines
+        self._bg_scores = np.empty((0, CALIBRATION_K), dtype=np.float32)   # ... and match scores
         self._derive()
 
     # ------------------------------------------------------------ whole store
@@ -91,21 +92,27 @@ class MatchingState:
         if not ids:
             return
         rows = [r for r in store.valid_encodings(model_id, ids) if r.origin != DISMISSED]
-        gone = self._retire(ids)
+        kept = {lab for lab in self._label_at[np.isin(self._chunk_of, ids)].tolist()}
+        kept &= {r.label for r in rows if self.index.hashes.get(r.label) == r.source_hash}   # encoded as before
+        gone = self._retire(ids, keep=kept)
+        fresh = [r for r in rows if r.label not in kept]
         for cid in ids:
             for d in (self._chunks, self._avoid, self._chunk_phrases, self._type_of):
                 d.pop(cid, None)
         chunks = store.list_chunks(ids=sorted({r.chunk_id for r in rows})) if rows else []
-        keys = self.stats.transform(store.encoding_vectors([r.label for r in rows], "vector")) if rows else None
-        if rows:
-            self.index.upsert([r.label for r in rows], keys, [r.source_hash for r in rows])
-        self._append_rows(store, rows, {c.id: c.kind for c in chunks})
+        keys = self.stats.transform(store.encoding_vectors([r.label for r in fresh], "vector")) if fresh else None
+        if fresh:
+            self.index.upsert([r.label for r in fresh], keys, [r.source_hash for r in fresh])
+        first = len(self._label_at)
+        self._append_rows(store, fresh, {c.id: c.kind for c in chunks})
         self._read_chunks(store, chunks, rows)
-        self._recalibrate(gone, [r.label for r in rows], keys)
+        if gone or fresh:
+            self._recalibrate(gone, np.arange(first, len(self._label_at)), keys)
 
-    def _retire(self, chunk_ids: Sequence[int]) -> list[int]:
-        """Drop the rows of these chunks from the index and the label map; returns their labels."""
-        dead = np.isin(self._chunk_of, chunk_ids)                # live rows of these chunks (retired ones hold -1)
+    def _retire(self, chunk_ids: Sequence[int], keep: set[int] = frozenset()) -> list[int]:
+        """Drop the rows of these chunks (but those labelled in *keep*) from the index and the label
+        map; returns their labels."""
+        dead = np.isin(self._chunk_of, chunk_ids) & ~np.isin(self._label_at, list(keep))   # (retired rows hold -1)
         labels = self._label_at[dead].tolist()
         self.index.remove(labels)
         for lab in labels:
@@ -215,15 +222,27 @@ class MatchingState:
         Only the user's own entries (PII, snippets, phrases) count: mined
         chunks come from ordinary text, so ordinary text matches their
         contexts by construction -- for them the entry token (the paper's
-        trie) and the threshold decide.  Each background query's nearest
-        contexts are kept, so that an edit need not ask them all again.
+        trie) and the threshold decide.  Each background query keeps its
+        nearest contexts with their scores, so that an edit need not ask
+        them all again.
         """
-        bg = self.stats.background[:CALIBRATION_QUERIES]
-        self._bg_labels = np.full((len(bg), CALIBRATION_K), -1, dtype=np.int64)
-        self._bg_sims = np.full((len(bg), CALIBRATION_K), -np.inf, dtype=np.float32)
+        bg = self.stats.background[:CALIBRATION_QUERIES]                      # (B, 2d): key, local
+        shape = (len(bg), CALIBRATION_K)
+        self._bg_labels = np.full(shape, -1, dtype=np.int64)                   # nearest labels (-1: none)
+        self._bg_sims = np.full(shape, -np.inf, dtype=np.float32)              # ... their cosines
+        self._bg_scores = np.full(shape, -np.inf, dtype=np.float32)            # ... match scores (-inf: mined)
+        self._bg_unit = bg[:, : self.dim] / np.maximum(np.linalg.norm(bg[:, : self.dim], axis=1, keepdims=True),
+                                                       1e-12)
         if len(self.index):
             self._requery(np.arange(len(bg)))
         self.calibration = self._background_level()
+
+    def _scores(self, which: np.ndarray, rows: np.ndarray, sims: np.ndarray) -> np.ndarray:
+        """Match scores (n, j) of background queries *which* (n,) against matcher rows (n, j)."""
+        m = _matching()
+        bg_local = self.stats.background[which, self.dim:]                     # (n, d)
+        local = np.einsum("njd,nd->nj", self._local[rows].astype(np.float32), bg_local)
+        return np.where(self._mined[rows], -np.inf, m.match_score(sims, local, 0.0)).astype(np.float32)
 
     def _requery(self, which: np.ndarray) -> None:
         bg = self.stats.background
@@ -231,22 +250,26 @@ class MatchingState:
             labels, sims = self.index.query(bg[b, : self.dim], k=CALIBRATION_K)
             self._bg_labels[b], self._bg_sims[b] = -1, -np.inf
             self._bg_labels[b, : len(labels)], self._bg_sims[b, : len(sims)] = labels, sims
+        rows = np.asarray([[self._row_of.get(lab, 0) for lab in line] for line in self._bg_labels[which].tolist()],
+                          dtype=np.int64).reshape(len(which), CALIBRATION_K)
+        scores = self._scores(which, rows, self._bg_sims[which])
+        self._bg_scores[which] = np.where(self._bg_labels[which] >= 0, scores, -np.inf)
 
-    def _recalibrate(self, removed: Sequence[int], added: Sequence[int], keys: np.ndarray | None) -> None:
+    def _recalibrate(self, removed: Sequence[int], added_rows: np.ndarray, keys: np.ndarray | None) -> None:
         """The background level after an edit: queries that lost a neighbour ask the index again;
-        the others take the added contexts into their nearest by exact cosine."""
-        if len(self._bg_labels) == 0:
-            return self._calibrate()
-        lost = np.isin(self._bg_labels, list(removed)).any(axis=1) if removed else np.zeros(len(self._bg_labels), bool)
-        if added:
-            bg = self.stats.background[: len(self._bg_labels), : self.dim]
-            unit = lambda v: v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)   # noqa: E731
-            sims = (unit(bg) @ unit(np.asarray(keys, np.float32)).T).astype(np.float32)        # (B, m)
-            labels = np.concatenate([self._bg_labels, np.broadcast_to(np.asarray(added, np.int64), sims.shape)], 1)
+        the others take the added rows (whitened *keys*) into their nearest by exact cosine."""
+        lost = np.isin(self._bg_labels, list(removed)).any(axis=1)            # (B,)
+        if len(added_rows):
+            unit = keys / np.maximum(np.linalg.norm(keys, axis=1, keepdims=True), 1e-12)
+            sims = (self._bg_unit @ unit.T.astype(np.float32)).astype(np.float32)        # (B, m)
+            every = np.arange(len(sims))
+            scores = self._scores(every, np.broadcast_to(added_rows, sims.shape), sims)  # (B, m)
+            labels = np.broadcast_to(self._label_at[added_rows], sims.shape)
             sims = np.concatenate([self._bg_sims, sims], axis=1)
             best = np.argsort(-sims, axis=1, kind="stable")[:, :CALIBRATION_K]
             keep = ~lost
-            self._bg_labels[keep] = np.take_along_axis(labels, best, 1)[keep]
+            for mine, new in ((self._bg_labels, labels), (self._bg_scores, scores)):
+                mine[keep] = np.take_along_axis(np.concatenate([mine, new], axis=1), best, 1)[keep]
             self._bg_sims[keep] = np.take_along_axis(sims, best, 1)[keep]
         if lost.any():
             self._requery(np.flatnonzero(lost))
@@ -254,16 +277,9 @@ class MatchingState:
 
     def _background_level(self):
         m = _matching()
-        if len(self.index) == 0 or self._experts == 0 or len(self._bg_labels) == 0:
-            return m.Calibration(background=m.DEFAULT_BACKGROUND)
-        rows = np.vectorize(lambda lab: self._row_of.get(int(lab), -1), otypes=[np.int64])(self._bg_labels)
-        found = rows >= 0                                                     # (B, k)
-        expert = found & ~self._mined[np.where(found, rows, 0)]
-        bg_local = self.stats.background[: len(rows), self.dim:]              # (B, d)
-        local = np.einsum("bkd,bd->bk", self._local[np.where(found, rows, 0)].astype(np.float32), bg_local)
-        score = np.where(expert, m.match_score(self._bg_sims, local, 0.0), -np.inf)   # (B, k)
-        best = score.max(axis=1)[expert.any(axis=1)]
-        if best.size == 0:
+        best = self._bg_scores.max(axis=1) if len(self._bg_scores) else np.empty(0)
+        best = best[np.isfinite(best)]
+        if len(self.index) == 0 or self._experts == 0 or best.size == 0:
             return m.Calibration(background=m.DEFAULT_BACKGROUND)
         return m.Calibration(background=float(np.quantile(best, 0.995)))
 

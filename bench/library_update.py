@@ -1,0 +1,190 @@
+"""From a library edit to the next suggestion that sees it, at 100k stored contexts: in place
+(``Engine.refresh(chunk_ids=...)``, what the editor runs since issue 15) against reading the whole
+library again (``Engine.refresh()``, what it ran before).
+
+The store is a user's as the editor has it: an encrypted file with the paper's PII profile
+(encoded by the bundled model) and a learned store of 100k contexts (self-distilled chunks, four
+contexts each, synthetic vectors shaped like the model's hidden states, as bench/retrieval.py
+draws them; written through ``ChunkStore.add_mined`` as Tools → Learn writes them).  Each edit is
+what the library dialog or the editor does: add a PII entry (two contexts), edit it (new value and
+contexts), a phrase learned while typing, a dismissed suggestion, delete the entry.  Timed per edit:
+the store write, then the refresh (encoding the edited contexts with the model, then matching);
+both paths run on the same edit, alternating which goes first, best and median of --repeats.  After
+each in-place update the next suggestion is checked to see the edit (the chunk proposed after its
+own context, or gone after a delete).
+
+    python bench/library_update.py [--contexts 100000] [--repeats 5]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import OUT, machine, save_plot, table  # noqa: E402
+from bench.retrieval import CENTRE, SPREAD  # noqa: E402
+from core import ChunkStore, Engine  # noqa: E402
+from core.distill import MinedChunk, MinedContext  # noqa: E402
+from core.encoding import local_mean  # noqa: E402
+from core.store import DISMISSED, LEARNED  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PER_CHUNK = 4
+
+
+def fill_learned(store: ChunkStore, model_id: int, stats, n_contexts: int, seed: int = 0) -> None:
+    """A learned store of *n_contexts* self-distilled contexts (synthetic vectors), as mining writes it."""
+    rng = np.random.default_rng(seed)
+    colour = np.linalg.inv(stats.whitener).astype(np.float32)         # C^(1/2)
+    dim = colour.shape[0]
+    for start in range(0, n_contexts // PER_CHUNK, 5_000):
+        n = min(5_000, n_contexts // PER_CHUNK - start)
+        centre = rng.standard_normal((n, dim), dtype=np.float32)
+        chunks = []
+        for i in range(n):
+            z = CENTRE * centre[i] + SPREAD * rng.standard_normal((PER_CHUNK, dim), dtype=np.float32)
+            raw = stats.mean + z @ colour
+            local = stats.mean + (0.7 * z + 0.3 * rng.standard_normal(z.shape, dtype=np.float32)) @ colour
+            k = start + i
+            chunks.append(MinedChunk(f"learned phrase {k}", (100 + k % 900, 200 + k % 700, 300),
+                                     [MinedContext(f"context {k}.{j}", 100 + (k + j) % 900, raw[j], local[j])
+                                      for j in range(PER_CHUNK)]))
+        store.add_mined(model_id, "self", chunks)
+
+
+def propose_after(engine: Engine, text: str):
+    """The chunk matching offers after *text* (the next suggestion's first step)."""
+    rt = engine.runtime
+    tokens = rt.tokenize(text, add_special=True)
+    out = engine.runtime_states(tokens)                                # logits (n, V), hidden (n, d)
+    return engine.matcher.propose(out.hidden[-1], local_mean(out.hidden), text, last_token=tokens[-1],
+                                  model_choice=int(np.argmax(out.logits[-1])))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--contexts", type=int, default=100_000)
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    os.environ.setdefault("CHUNKWISE_PASSPHRASE", "bench passphrase")
+    import json
+
+    profile = {k: v for k, v in json.loads((ROOT / "tests/data/pii_profile_paper.json").read_text()).items()
+               if not k.startswith("_")}
+    times: dict[str, dict[str, list[float]]] = {}
+    seen: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = ChunkStore(Path(tmp) / "chunks.db")
+        engine = Engine(store=store, n_threads=2)
+        for field, entry in profile.items():
+            store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
+        t = time.perf_counter()
+        fill_learned(store, engine.model_id, engine.matcher.stats, args.contexts)
+        engine.refresh()                                             # encode the profile, build and save the index
+        print(f"store filled and loaded in {time.perf_counter() - t:.0f} s: {engine.contexts:,} contexts",
+              flush=True)
+
+        def edits():
+            """(name, store write, chunk ids, check after) for one round of the dialog's and editor's edits."""
+            state = {}
+
+            def add():
+                state["id"] = store.add_chunk("Northwind Traders Ltd", "pii",
+                                              ["I work at", "The company I work for is"], label="company")
+                return [state["id"]]
+
+            def edit():
+                store.update_chunk(state["id"], text="Contoso Pharmaceuticals",
+                                   contexts=["I work at", "My employer is"])
+                return [state["id"]]
+
+            def learn():
+                store.add_context(state["id"], "These days I am with", LEARNED)
+                return [state["id"]]
+
+            def dismiss():
+                store.add_context(state["id"], "I spent the weekend at", DISMISSED)
+                return [state["id"]]
+
+            def delete():
+                store.remove_chunks([state["id"]])
+                return [state["id"]]
+
+            def offered(text):
+                return lambda: (p := propose_after(engine, text)) is not None and p.chunk_id == state["id"]
+
+            return [("add a PII entry", add, offered("Hi Tom,\n\nThanks for the call. I work at")),
+                    ("edit it", edit, offered("Hi Tom,\n\nThanks for the call. My employer is")),
+                    ("learn a phrase typed before it", learn, offered("Hi Tom,\n\nThese days I am with")),
+                    ("dismiss it somewhere", dismiss,
+                     lambda: engine.matcher.avoided(state["id"], "Hi Tom,\n\nI spent the weekend at")),
+                    ("delete it", delete, lambda: not offered("Hi Tom,\n\nThanks for the call. My employer is")())]
+
+        for repeat in range(args.repeats):
+            for name, write, check in edits():
+                order = ("in place", "whole library") if repeat % 2 == 0 else ("whole library", "in place")
+                t0 = time.perf_counter()
+                ids = write()
+                t1 = time.perf_counter()
+                for path in order:
+                    t2 = time.perf_counter()
+                    engine.refresh(chunk_ids=ids if path == "in place" else None)
+                    t3 = time.perf_counter()
+                    times.setdefault(name, {}).setdefault(path, []).append(t3 - t2)
+                    if path == "in place" and check():
+                        seen[name] = seen.get(name, 0) + 1
+                times[name].setdefault("store write", []).append(t1 - t0)
+                print(f"  {repeat + 1}/{args.repeats} {name}: in place {times[name]['in place'][-1] * 1e3:.1f} ms, "
+                      f"whole {times[name]['whole library'][-1]:.2f} s", flush=True)
+        store.close()
+
+    rows = []
+    for name, by in times.items():
+        inplace, whole, write = by["in place"], by["whole library"], by["store write"]
+        rows.append([name, f"{statistics.median(write) * 1e3:.1f}", f"{statistics.median(inplace) * 1e3:.1f}",
+                     f"{max(inplace) * 1e3:.1f}", f"{statistics.median(whole):.2f}",
+                     f"{statistics.median(whole) / statistics.median(inplace):.0f}x",
+                     f"{seen.get(name, 0)}/{args.repeats}"])
+    lines = [f"Machine: {machine()}",
+             f"Encrypted store: the paper's PII profile + {args.contexts:,} learned contexts; "
+             f"{args.repeats} rounds, the two paths alternating which runs first", "",
+             table(["edit", "store write (ms, median)", "in place (ms, median)", "in place (ms, worst)",
+                    "whole library (s, median)", "ratio", "next suggestion sees it"], rows), "",
+             "In place = Engine.refresh(chunk_ids=...): encode the edited contexts with the model, update matching. "
+             "Whole library = Engine.refresh(): what every edit ran before. Next suggestion sees it: after the in-place "
+             "update, matching offers the entry after its own (new) context, the dismissed place is avoided, "
+             "the deleted entry is offered nowhere it was."]
+    text = "\n".join(lines)
+    print(text)
+    OUT.mkdir(exist_ok=True)
+    (OUT / "library_update.txt").write_text(text + "\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(times)
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    x = np.arange(len(names))
+    ax.bar(x - 0.2, [statistics.median(times[n]["in place"]) * 1e3 for n in names], 0.4, label="in place")
+    ax.bar(x + 0.2, [statistics.median(times[n]["whole library"]) * 1e3 for n in names], 0.4, label="whole library")
+    ax.axhline(50, color="grey", lw=0.8, ls="--")
+    ax.set_yscale("log")
+    ax.set_xticks(x, names, rotation=15, fontsize=8)
+    ax.set_ylabel("ms from save to matching (log)")
+    ax.set_title(f"Library edit at {args.contexts // 1000}k contexts")
+    ax.legend()
+    fig.tight_layout()
+    save_plot(fig, "library_update")
+
+
+if __name__ == "__main__":
+    main()
