@@ -290,15 +290,38 @@ class Engine:
 
     @property
     def knn(self) -> KnnLM:
-        """The kNN-LM datastore of the mined corpus (loaded on first use), with ``knn_settings``."""
+        """The kNN-LM datastore of the mined corpus (loaded on first use), with ``knn_settings``.
+
+        Its HNSW graph is kept beside the store (:attr:`knn_index_path`, sealed with the store's
+        key), built when learning adds rows (core/learning.mine) and read back on later starts."""
         if self._knn is None:
+            from .knn import load_index, save_index
+
             keys, values, ids, probs, _teacher = self.store.knn_data(self.model_id)
             if len(values) == 0:
                 raise ChunkwiseError("There is no kNN datastore for this model yet: run "
                                      "'chunkwise mine --knn --corpus ...' first.")
-            self._knn = KnnLM(self.matcher.stats, keys, values, ids, probs, self.knn_settings)
+            path, signature = self.knn_index_path, self._knn_signature()
+            kept = load_index(path, signature, self.store.key) if path is not None else None
+            self._knn = KnnLM(self.matcher.stats, keys, values, ids, probs, self.knn_settings, index=kept)
+            if path is not None and kept is None:
+                try:
+                    save_index(self._knn.index, path, signature, self.store.key)
+                except OSError:
+                    pass                    # a full or read-only disk: built again next start, nothing lost
         self._knn.settings = self.knn_settings.check()
         return self._knn
+
+    @property
+    def knn_index_path(self) -> Path | None:
+        """Where the kNN-LM's graph is kept (None for an in-memory store); a re-key removes it with
+        the chunk index (both match ``<store>.*.hnsw*``)."""
+        index = self.index_path
+        return index.with_name(index.name[: -len(".hnsw")] + ".knn.hnsw") if index is not None else None
+
+    def _knn_signature(self) -> str:
+        rows, last = self.store.knn_extent(self.model_id)
+        return f"{self.runtime.identity}|{ModelStats.source_id()}|{rows}|{last}"
 
     @property
     def model_name(self) -> str:
@@ -314,9 +337,13 @@ class Engine:
     def has_knn(self) -> bool:
         return self._knn is not None or self.store.knn_count(self.model_id) > 0
 
-    def forget_knn(self) -> None:
-        """Drop the in-memory datastore (after mining added to it)."""
+    def forget_knn(self, kept_too: bool = False) -> None:
+        """Drop the in-memory datastore (after mining added to it); *kept_too*: its kept graph as
+        well (after forgetting what was learned: the graph holds states of the user's writing)."""
         self._knn = None
+        path = self.knn_index_path
+        if kept_too and path is not None:
+            path.unlink(missing_ok=True)
 
     @property
     def threshold(self) -> float:
@@ -413,7 +440,7 @@ class Engine:
     def forget_learned(self) -> dict[str, int]:
         """Forget everything learned from the user's writing (contexts, mined chunks, kNN data)."""
         counts = self.store.forget_learned()
-        self.forget_knn()
+        self.forget_knn(kept_too=True)
         self.refresh()
         return counts
 

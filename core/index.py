@@ -121,7 +121,7 @@ class VectorIndex:
                 self._index.save_index(str(data))
             else:
                 with open(data, "wb") as fh:
-                    fh.write(key.seal_file(self._state_bytes(), _purpose("data", model_identity, data.name)))
+                    fh.write(key.seal_file(graph_bytes(self._index), _purpose("data", model_identity, data.name)))
             fsync_file(data)                      # on disk before a manifest can name it
         except BaseException:
             data.unlink(missing_ok=True)
@@ -134,23 +134,6 @@ class VectorIndex:
         for old in [*data_files(path), Path(str(path) + ".json")]:
             if old != data:
                 old.unlink(missing_ok=True)       # earlier saves, and format 1's sidecar
-
-    def _state_bytes(self) -> bytes:
-        """The whole graph as bytes (hnswlib's own state, written as .npz: no pickle to load back)."""
-        buffer = io.BytesIO()
-        np.savez(buffer, **{k: np.asarray(v) for k, v in self._index.__getstate__()[0].items()})
-        return buffer.getvalue()
-
-    @staticmethod
-    def _graph_from(data: bytes):
-        import hnswlib
-
-        with np.load(io.BytesIO(data), allow_pickle=False) as saved:
-            state = {k: (saved[k] if saved[k].ndim else saved[k].item()) for k in saved.files}
-        state["space"] = str(state["space"])
-        graph = hnswlib.Index.__new__(hnswlib.Index)
-        graph.__setstate__((state,))
-        return graph
 
     @classmethod
     def load_or_build(cls, path: str | os.PathLike | None, model_identity: str, dim: int,
@@ -208,7 +191,7 @@ class VectorIndex:
                 obj._index = hnswlib.Index(space="cosine", dim=dim)
                 obj._index.load_index(str(data), max_elements=max(16, len(hashes) + 16))
             else:
-                obj._index = cls._graph_from(key.open_file(data.read_bytes(),
+                obj._index = graph_from(key.open_file(data.read_bytes(),
                                                            _purpose("data", model_identity, data.name)))
                 if obj._index.dim != dim or obj._index.space != "cosine":
                     return None
@@ -228,6 +211,25 @@ class VectorIndex:
             return obj
         except (OSError, ValueError, KeyError, RuntimeError, TypeError, UnicodeDecodeError, StoreError):
             return None
+
+
+def graph_bytes(graph) -> bytes:
+    """A whole hnswlib graph as bytes (hnswlib's own state, written as .npz: no pickle to load back)."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **{k: np.asarray(v) for k, v in graph.__getstate__()[0].items()})
+    return buffer.getvalue()
+
+
+def graph_from(data: bytes):
+    """The hnswlib graph :func:`graph_bytes` wrote.  Raises ValueError/KeyError/RuntimeError on damage."""
+    import hnswlib
+
+    with np.load(io.BytesIO(data), allow_pickle=False) as saved:
+        state = {k: (saved[k] if saved[k].ndim else saved[k].item()) for k in saved.files}
+    state["space"] = str(state["space"])
+    graph = hnswlib.Index.__new__(hnswlib.Index)
+    graph.__setstate__((state,))
+    return graph
 
 
 def _purpose(*parts: str) -> str:

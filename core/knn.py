@@ -32,7 +32,10 @@ not fit.  ``gate=None`` gives the paper's fixed lambda.
 """
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import hnswlib
 import numpy as np
@@ -40,6 +43,7 @@ import numpy as np
 from .encoding import ModelStats
 from .errors import ChunkwiseError
 
+INDEX_FORMAT = 1         # the kept graph's file (save_index)
 EF_SEARCH = 64
 
 
@@ -75,12 +79,47 @@ class KnnSettings:
 
 
 def build_index(vectors: np.ndarray, ef: int = EF_SEARCH) -> hnswlib.Index:
-    """An HNSW index (squared L2) over unit rows (n, d), labelled 0..n-1."""
+    """An HNSW index (squared L2) over unit rows (n, d), labelled 0..n-1.
+
+    One thread: hnswlib's graph then depends on the rows alone, so the same datastore gives the
+    same neighbours (and suggestions) wherever it is built.  It is built once, in the learning job,
+    and kept (:func:`save_index`), so the cost is not paid on a suggestion."""
     index = hnswlib.Index(space="l2", dim=vectors.shape[1])
     index.init_index(max_elements=len(vectors), ef_construction=100, M=16, random_seed=0)
     index.add_items(vectors, np.arange(len(vectors)), num_threads=1)
     index.set_ef(ef)
     return index
+
+
+def save_index(index: hnswlib.Index, path: str | os.PathLike, signature: str, key=None) -> None:
+    """Keep the datastore's graph at *path*, owner-only, replaced all or nothing; sealed with the
+    store's *key* (core/crypto.StoreKey) when it has one -- its vectors are states of the user's
+    writing.  *signature* names the datastore it indexes (see :func:`load_index`)."""
+    from .index import graph_bytes
+    from .paths import atomic_write
+
+    head = json.dumps({"format": INDEX_FORMAT, "signature": signature}).encode("utf-8")
+    payload = len(head).to_bytes(4, "big") + head + graph_bytes(index)
+    atomic_write(path, payload if key is None else key.seal_file(payload, f"knn-index:{signature}"))
+
+
+def load_index(path: str | os.PathLike, signature: str, key=None) -> hnswlib.Index | None:
+    """The graph :func:`save_index` kept for the datastore named *signature*; None when there is
+    none, or it is for another datastore, model or key, or damaged (the caller builds it again)."""
+    from .errors import StoreError
+    from .index import graph_from
+
+    try:
+        raw = Path(path).read_bytes()
+        if key is not None:
+            raw = key.open_file(raw, f"knn-index:{signature}")
+        size = int.from_bytes(raw[:4], "big")
+        head = json.loads(raw[4:4 + size].decode("utf-8"))
+        if head.get("format") != INDEX_FORMAT or head.get("signature") != signature:
+            return None
+        return graph_from(raw[4 + size:])
+    except (OSError, ValueError, KeyError, RuntimeError, TypeError, UnicodeDecodeError, StoreError):
+        return None
 
 
 def neighbour_weights(dist: np.ndarray, temperature: float) -> np.ndarray:
@@ -125,13 +164,17 @@ class KnnLM:
 
     def __init__(self, stats: ModelStats, keys: np.ndarray, values: np.ndarray,
                  topk_ids: np.ndarray | None = None, topk_probs: np.ndarray | None = None,
-                 settings: KnnSettings | None = None):
+                 settings: KnnSettings | None = None, index=None):
+        """*index*: the graph over these *keys* already built (:func:`load_index`); built here if None."""
         if len(keys) == 0:
             raise ChunkwiseError("The kNN datastore is empty: mine a corpus with --knn first.")
         self.stats, self.settings = stats, (settings or KnnSettings()).check()
         self.values = np.asarray(values, dtype=np.int64)
         self.topk_ids, self.topk_probs = topk_ids, topk_probs
-        self.index = build_index(stats.transform(keys), ef=max(EF_SEARCH, self.settings.k))   # (n, d) unit rows
+        if index is None or index.get_current_count() != len(keys):
+            index = build_index(stats.transform(keys))                         # (n, d) unit rows
+        index.set_ef(max(EF_SEARCH, self.settings.k))
+        self.index = index
 
     def __len__(self) -> int:
         return len(self.values)

@@ -71,6 +71,8 @@ def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher
                                                       MAX_CONTEXTS_PER_CHUNK, report.knn_rows, label)
     engine.refresh()
     engine.forget_knn()
+    if report.knn_rows:
+        _ = engine.knn              # its graph built and kept now, in the learning job, not on a suggestion
     return MineResult(report, kind, new_chunks, new_contexts, len(report.knn_rows),
                       teacher.name if teacher is not None else ("corpus kNN-LM" if corpus_teacher else None))
 

@@ -50,6 +50,13 @@ class StoreKnn:
             return keys, values, ids, probs, teachers.pop()
         return keys, values, None, None, None
 
+    def knn_extent(self, model_id: int) -> tuple[int, int]:
+        """(rows, newest row id) of this model's datastore: rows are only ever added or all cleared,
+        so the pair names its content (a kept kNN index is for this datastore or not)."""
+        n, last = self.db.conn.execute("SELECT count(*), coalesce(max(id), 0) FROM knn_entries WHERE model_id=?",
+                                       (model_id,)).fetchone()
+        return int(n), int(last)
+
     def knn_count(self, model_id: int) -> int:
         return self.db.conn.execute("SELECT count(*) FROM knn_entries WHERE model_id=?", (model_id,)).fetchone()[0]
 

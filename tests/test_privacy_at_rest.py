@@ -66,12 +66,13 @@ def test_nothing_learned_is_readable_in_any_file_chunkwise_wrote(make_engine, tm
         keys = engine.store.knn_data(engine.model_id)[0]
         vectors = [stored[0].astype(np.float16).tobytes(), keys[0].astype(np.float16).tobytes()]
         indexed = engine.matcher.stats.transform(stored[:1])[0]
-        floats = [stored[0], indexed / np.linalg.norm(indexed)]             # as read, and as hnswlib keeps it
-        assert engine.index_path.exists()
+        knn_key = engine.matcher.stats.transform(keys[:1])[0]             # as the kNN-LM's kept graph holds it
+        floats = [stored[0], indexed / np.linalg.norm(indexed), knn_key]  # as read, and as hnswlib keeps them
+        assert engine.index_path.exists() and engine.knn_index_path.exists()
     finally:
         engine.store.close()
     files = written_files(tmp_path, corpus)
-    assert {p.name for p in files} >= {"chunks.db", engine.index_path.name}
+    assert {p.name for p in files} >= {"chunks.db", engine.index_path.name, engine.knn_index_path.name}
     assert any(p.name.endswith(".bin") for p in files)             # the index's data file
     everything = {p: p.read_bytes() for p in files}
     for name, data in everything.items():
