@@ -13,7 +13,11 @@ both paths run on the same edit, alternating which goes first, best and median o
 each in-place update the next suggestion is checked to see the edit (the chunk proposed after its
 own context, or gone after a delete).
 
-    python bench/library_update.py [--contexts 100000] [--repeats 5]
+Also timed: the kNN-LM's graph over --knn rows (bench/store_load.py's synthetic rows), built (what
+the first suggestion after learning paid before, and every start) against read back from where the
+learning job keeps it (``Engine.knn``, core/knn.py ``load_index``).
+
+    python bench/library_update.py [--contexts 100000] [--knn 100000] [--repeats 5]
 """
 from __future__ import annotations
 
@@ -73,6 +77,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--contexts", type=int, default=100_000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--knn", type=int, default=100_000)
     args = ap.parse_args()
     os.environ.setdefault("CHUNKWISE_PASSPHRASE", "bench passphrase")
     import json
@@ -144,6 +149,17 @@ def main() -> None:
                 times[name].setdefault("store write", []).append(t1 - t0)
                 print(f"  {repeat + 1}/{args.repeats} {name}: in place {times[name]['in place'][-1] * 1e3:.1f} ms, "
                       f"whole {times[name]['whole library'][-1]:.2f} s", flush=True)
+        from bench.store_load import fill_knn
+
+        fill_knn(store, engine.model_id, engine.matcher.stats, args.knn)
+        engine.forget_knn()
+        knn_times: dict[str, list[float]] = {"built": [], "read back": []}
+        for repeat in range(2):
+            for how in (("built", "read back") if repeat == 0 else ("read back", "built")):
+                engine.forget_knn(kept_too=how == "built")
+                t = time.perf_counter()
+                assert len(engine.knn) == args.knn
+                knn_times[how].append(time.perf_counter() - t)
         store.close()
 
     rows = []
@@ -161,7 +177,10 @@ def main() -> None:
              "In place = Engine.refresh(chunk_ids=...): encode the edited contexts with the model, update matching. "
              "Whole library = Engine.refresh(): what every edit ran before. Next suggestion sees it: after the in-place "
              "update, matching offers the entry after its own (new) context, the dismissed place is avoided, "
-             "the deleted entry is offered nowhere it was."]
+             "the deleted entry is offered nowhere it was.", "",
+             f"kNN-LM datastore of {args.knn:,} rows, the first suggestion that uses it (best of 2): graph built "
+             f"{min(knn_times['built']):.1f} s, read back from where learning kept it "
+             f"{min(knn_times['read back']):.2f} s (rows read from the store included in both)"]
     text = "\n".join(lines)
     print(text)
     OUT.mkdir(exist_ok=True)
