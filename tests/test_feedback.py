@@ -8,7 +8,7 @@ import pytest
 
 from core import GenerationRequest
 from core.feedback import typed_values
-from core.store import DISMISSED, LEARNED, ChunkStore
+from core.store import DISMISSED, LEARNED, SCHEMA_VERSION, ChunkStore
 
 PHONE = "+44 20 7946 0321"
 EMAIL = "mara@nordhavn.co.uk"
@@ -146,7 +146,7 @@ def test_schema_4_store_migrates_with_its_contexts(tmp_path):
         conn.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
         conn.commit()
     with ChunkStore(path) as s:
-        assert s.schema_version == 5
+        assert s.schema_version == SCHEMA_VERSION
         assert [c.text for c in s.get_chunk(cid).contexts] == ["Thanks again."]
         assert s.add_context(cid, "Speak soon.", LEARNED) is not None
 

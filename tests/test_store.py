@@ -271,3 +271,11 @@ def test_the_benchmarks_synthetic_store_is_written_as_a_refresh_writes(tmp_path)
         assert centres.shape == (4, 6) and s.count() == (4, 20)
         assert [r.label for r in rows] == list(range(1, 21)) and {r.chunk_tokens for r in rows} == {(1, 2, 3)}
         assert s.get_chunk(rows[-1].chunk_id).label == "s4" and s.pending_encodings(model) == []
+
+
+def test_learning_looks_a_mined_chunk_up_by_its_text_through_an_index(store):
+    """add_mined asks for each mined chunk by text and kind: without an index on both that was a scan
+    of every mined chunk per chunk learned (quadratic; minutes at 25k mined chunks)."""
+    plan = store.db.conn.execute("EXPLAIN QUERY PLAN SELECT id FROM chunks WHERE text=? AND kind=?",
+                                 ("Thanks again.", "self")).fetchall()
+    assert any("idx_chunks_kind_text" in str(row) for row in plan), plan
