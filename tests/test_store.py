@@ -279,3 +279,10 @@ def test_learning_looks_a_mined_chunk_up_by_its_text_through_an_index(store):
     plan = store.db.conn.execute("EXPLAIN QUERY PLAN SELECT id FROM chunks WHERE text=? AND kind=?",
                                  ("Thanks again.", "self")).fetchall()
     assert any("idx_chunks_kind_text" in str(row) for row in plan), plan
+
+
+def test_deleting_a_context_finds_its_encodings_through_an_index(store):
+    """Editing or deleting an entry deletes its contexts' encodings by context id: without an index
+    led by context_id each deleted context scanned every encoding (seconds at 100k contexts)."""
+    plan = store.db.conn.execute("EXPLAIN QUERY PLAN DELETE FROM encodings WHERE context_id=?", (1,)).fetchall()
+    assert any("idx_encodings_context_id" in str(row) for row in plan), plan
