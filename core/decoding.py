@@ -3,12 +3,14 @@
     prefill   the prompt goes into the KV cache (only tokens not cached yet)
     propose   does a stored chunk start here?  (matching.ChunkMatcher)
     accept    greedy: q >= 0.5; or z ~ Bernoulli(q)
-    decode    the chunk's tokens in one batched llama_decode -- or --
-    sample    one token from the logits, then decode it
-    (draft    opt-in: n-gram or weak-chunk tokens after it, verified in the same decode)
+    insert    the chunk's tokens -- or --
+    sample    one token from the logits
+    (draft    opt-in: n-gram or weak-chunk tokens that may follow it, to check)
     guard     model text that may become a phone number, email, web or street address is held
               back; an invented one ends the suggestion before it (the user's own come as chunks)
     emit      text pieces tagged with where they came from
+    decode    the step's one llama_decode: the chunk's tokens in one batch, or the sampled
+              token (with its draft, verified in the same batch)
     (reduce   opt-in: at a sentence end, drop earlier sentences from the KV cache)
 
 Every step ends in exactly one ``llama_decode`` (a forward pass), whether it
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Generator, Iterator, Sequence
 
 import numpy as np
 
@@ -27,7 +29,7 @@ from .anchors import AnchorReducer
 from .details import DetailGuard, find_details
 from .drafting import DraftLength, NGramDrafter
 from .encoding import Encoder, local_mean, local_rows, local_tail
-from .llama_runtime import LlamaRuntime
+from .llama_runtime import LlamaRuntime, Outputs
 from .knn import KnnLM
 from .matching import REPEATABLE_KINDS, ChunkMatcher, Proposal
 from .sampling import Sampler, StopMatcher, Utf8Stream
@@ -158,8 +160,36 @@ class _State:
     mixed: bool = False     # logits already hold the kNN-LM mixture (propose did it)
 
 
+@dataclass
+class _Commit:
+    """What one step commits, decided before its forward pass: a chunk's tokens, or one sampled
+    token, with their piece of text; after a sampled token, maybe a draft of tokens that may follow
+    it, checked in the same forward pass (``draft_from_chunk``: a chunk too weak to insert)."""
+
+    tokens: list[int]
+    piece: Piece
+    draft: list[int] = field(default_factory=list)
+    draft_from_chunk: bool = False
+
+
 class Decoder:
-    """Runs one generation over a runtime; iterate it for :class:`Piece` events."""
+    """Runs one generation over a runtime; iterate it for :class:`Piece` events.
+
+    Each :meth:`step` reads the same way:
+
+        decide       what it commits (:class:`_Commit`): a chunk, or a sampled token and maybe a draft
+        show         the committed text goes out now, before its decode (what the user waits for)
+        decode_step  the one forward pass, at one place: the committed tokens, plus the draft after
+                     them; :meth:`verify` keeps the draft tokens the model itself would choose
+        show         those confirmed draft tokens, through the same bookkeeping
+
+    So between steps, every token committed is in the KV cache and ``state`` is the model's
+    outputs after the last of them.  A sampled token goes out before the batch that checks its
+    draft; only the draft tokens that batch confirms wait for it.  A step that ends the run (a
+    stop, the length, an invented detail) ends it before its decode, which would only have
+    prepared a next step.  (The only other decodes are what-ifs that leave the cache as it was:
+    :meth:`writer_owns_slot`'s peek.)
+    """
 
     def __init__(self, rt: LlamaRuntime, matcher: ChunkMatcher | None, settings: DecodeSettings,
                  cancelled: Callable[[], bool] | None = None, drafter: NGramDrafter | None = None,
@@ -211,50 +241,34 @@ class Decoder:
         self.stats.prefill_seconds = time.perf_counter() - start
         if self.drafter is not None:
             self.drafter.start(prompt_tokens)
-        reason = "length"
-        while self.stats.tokens < self.s.max_tokens:
-            if self.cancelled():
-                reason = "cancelled"
-                break
-            proposal = self.propose(state)
-            if proposal is not None and self.accept(proposal):
-                tokens, piece = self.insert(proposal)
-                decoded = False
-            else:
-                token = self.sample(state)
-                if self.rt.is_eog(token):
-                    reason = "eos"
-                    break
-                if self.ends_naturally(token, state):
-                    reason = "end"                # a sentence is done, or the model is unsure of the next word
-                    break
-                tokens = [token]
-                draft, from_chunk = self.draft_after(token, proposal)
-                if draft:
-                    tokens, state = self.verify(token, draft, from_chunk)
-                decoded = bool(draft)
-                piece = self.piece_for(tokens)
-                if self.glues_to_value(piece):
-                    reason = "detail"             # "linkedin.com/in/ana" + "-jordan": the value ends here
-                    break
-            self._after_value = self.after_value(piece)
-            if self.drafter is not None:
-                self.drafter.extend(tokens)
-            pieces, stopped = self._stops.feed_all(self.guard(piece))
-            yield from pieces
-            if stopped or (self._guard is not None and self._guard.stopped):
-                reason = "stop" if stopped else "detail"
-                break
-            if self.stats.tokens >= self.s.max_tokens:
-                break
-            if not decoded:
-                state = self.decode_step(tokens)
-            if self._anchors is not None and any(self._anchors.is_anchor(t) for t in tokens):
-                self._anchors.reduce()                # an anchor was generated (line 16)
+        reason = None
+        while reason is None:
+            state, reason = yield from self.step(state)
         yield from self._flush(ended=reason in ("stop", "detail"))
         self.stats.kv_tokens_kept, self.stats.kv_positions = self.rt.kv_tokens_kept, len(self.rt.tokens)
         self.stats.stop_reason = reason
         self.stats.seconds = time.perf_counter() - start
+
+    def step(self, state: _State) -> Generator[Piece, None, tuple[_State, str | None]]:
+        """One step from *state*: its pieces, then (the state after it, why the run ends here or None)."""
+        if self.stats.tokens >= self.s.max_tokens:
+            return state, "length"
+        if self.cancelled():
+            return state, "cancelled"
+        commit = self.decide(state)
+        if isinstance(commit, str):
+            return state, commit                      # "eos", or "end": a natural end before this token
+        end = yield from self.show(commit.tokens, commit.piece)
+        if end:
+            return state, end                         # no decode: it would only prepare a next step
+        state, confirmed = self.decode_step(commit)
+        if confirmed:
+            end = yield from self.show(confirmed, self.piece_for(confirmed))
+            if end:
+                return state, end
+        if self._anchors is not None and any(self._anchors.is_anchor(t) for t in commit.tokens + confirmed):
+            self._anchors.reduce()                    # an anchor was generated (line 16)
+        return state, None
 
     def draft_length(self) -> DraftLength:
         """How long drafts may grow on this runtime, from its batch profile (measured on first use,
@@ -273,6 +287,34 @@ class Decoder:
         out = self.rt.sync(tokens, last=window, hidden=self._hidden, copy=False)   # logits (w, V), hidden (w, d)
         self._recent_hidden = list(out.hidden)
         return self._state(out.logits[-1])
+
+    def decide(self, state: _State) -> _Commit | str:
+        """What this step commits: the proposed chunk if accepted, else the model's token (and a draft
+        after it); or why the run ends before it ("eos", "end")."""
+        proposal = self.propose(state)
+        if proposal is not None and self.accept(proposal):
+            return _Commit(*self.insert(proposal))
+        token = self.sample(state)
+        if self.rt.is_eog(token):
+            return "eos"
+        if self.ends_naturally(token, state):
+            return "end"                          # a sentence is done, or the model is unsure of the next word
+        draft, from_chunk = self.draft_after(token, proposal)    # before the token is counted: room for both
+        return _Commit([token], self.piece_for([token]), draft, from_chunk)
+
+    def show(self, tokens: list[int], piece: Piece) -> Generator[Piece, None, str | None]:
+        """Let *piece* (the text of *tokens*, already counted) out through the guards and stops;
+        returns why the run ends here ("detail", "stop", "length"), or None."""
+        if not piece.from_chunk and self.glues_to_value(piece):
+            return "detail"                       # "linkedin.com/in/ana" + "-jordan": the value ends here
+        self._after_value = self.after_value(piece)
+        if self.drafter is not None:
+            self.drafter.extend(tokens)
+        pieces, stopped = self._stops.feed_all(self.guard(piece))
+        yield from pieces
+        if stopped or (self._guard is not None and self._guard.stopped):
+            return "stop" if stopped else "detail"
+        return "length" if self.stats.tokens >= self.s.max_tokens else None
 
     def propose(self, state: _State) -> Proposal | None:
         if not self._chunks_on or (self.s.first_rank is not None and not self._text[self._prompt_chars:].strip()):
@@ -422,24 +464,41 @@ class Decoder:
             return [], False
         return self.drafter.draft(min(self._draft_len.next(self._draft_kind), room), extra=[token]), False
 
-    def verify(self, token: int, draft: list[int], from_chunk: bool) -> tuple[list[int], _State]:
-        """One batched decode of [token] + draft; keep the prefix the model itself would choose.
+    def decode_step(self, commit: _Commit) -> tuple[_State, list[int]]:
+        """The step's one llama_decode: the tokens it commits, then their draft (if any) in the same batch.
 
-        Row i of the outputs (shape (1 + k, V)) predicts what follows draft[i - 1];
-        the model's choice there is sampled exactly as plain decoding would, so
-        the output is unchanged -- only faster when drafts are right.
+        Returns the state after the last token kept and the draft tokens the
+        model confirmed (:meth:`verify`; rejected ones leave the cache).  Without
+        a draft, one output row even after a chunk: each row costs an LM-head
+        product (a fifth of this model's work), so the local vector makes do with
+        the chunk's last state and the states before it.
         """
-        batch = [token] + draft
-        out = self.rt.eval(batch, outputs="all", hidden=self._hidden)   # logits (1+k, V), hidden (1+k, d)
+        batch = commit.tokens + commit.draft
+        rows = range(len(commit.tokens) - 1, len(batch)) if commit.draft else [len(batch) - 1]
+        out = self.rt.eval(batch, outputs=rows, hidden=self._hidden, copy=False)  # logits (r, V), hidden (r, d)
         self.stats.forward_passes += 1
-        accepted = [token]
+        confirmed = self.verify(commit.draft, out, commit.draft_from_chunk) if commit.draft else []
+        last = len(confirmed)                          # out's row after the last token kept
+        if self._hidden:
+            self._recent_hidden = local_tail(self._recent_hidden + list(out.hidden[: last + 1]))
+        return self._state(out.logits[last]), confirmed
+
+    def verify(self, draft: list[int], out: Outputs, from_chunk: bool) -> list[int]:
+        """The prefix of *draft* the model itself would choose, from the rows *out* of its check.
+
+        Row i of the outputs (shape (1 + k, V)) predicts what follows draft[i - 1]
+        (row 0: the token before the draft); the model's choice there is sampled
+        exactly as plain decoding would, so the output is unchanged -- only
+        faster when drafts are right.
+        """
+        confirmed = []
         for i, guess in enumerate(draft):
             choice = self.choose(out.logits[i], out.hidden[i] if self._hidden else None)
             if choice != guess or self.rt.is_eog(choice):
                 self._pending = choice      # the next step starts from this choice (or ends at EOS)
                 break
-            accepted.append(guess)
-        n_ok = len(accepted) - 1
+            confirmed.append(guess)
+        n_ok = len(confirmed)
         self.rt.truncate(len(self.rt.tokens) - (len(draft) - n_ok))    # drop rejected drafts from the cache
         self.stats.drafted += len(draft)
         self.stats.draft_accepted += n_ok
@@ -447,27 +506,13 @@ class Decoder:
             self.stats.chunk_drafted += len(draft)
             self.stats.chunk_draft_accepted += n_ok
         self._draft_len.update(len(draft), n_ok, self._draft_kind)
-        last = len(accepted) - 1
-        if self._hidden:
-            self._recent_hidden = local_tail(self._recent_hidden + list(out.hidden[: last + 1]))
-        return accepted, self._state(out.logits[last])
+        return confirmed
 
     def piece_for(self, tokens: list[int]) -> Piece:
         self.stats.tokens += len(tokens)
         text = self._utf8.feed(b"".join(self.rt.piece(t) for t in tokens))
         self._text += text
         return Piece(text)
-
-    def decode_step(self, tokens: list[int]) -> _State:
-        """One llama_decode of the new tokens; outputs for the last few of them."""
-        # One output row even after a chunk: each row costs an LM-head product
-        # (a fifth of this model's work), so the local vector makes do with
-        # the chunk's last state and the states before it.
-        want = [len(tokens) - 1]
-        out = self.rt.eval(tokens, outputs=want, hidden=self._hidden, copy=False)  # logits (w, V), hidden (w, d)
-        self.stats.forward_passes += 1
-        self._recent_hidden = local_tail(self._recent_hidden + list(out.hidden))
-        return self._state(out.logits[-1])
 
     def guard(self, piece: Piece) -> list[Piece]:
         """Model text that may be the start of an invented detail waits; a chunk releases it."""
