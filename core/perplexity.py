@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -90,6 +90,42 @@ class PerplexityReport:
 # ---------------------------------------------------------------- with a real model and store
 
 
+class TextPosition(NamedTuple):
+    """What the matcher is asked at one position of a text the model has read: the state after
+    token ``at``, where a chunk starting at ``tokens[at + 1]`` would be proposed."""
+
+    at: int
+    text: str                  # the text up to and including token ``at`` (prefix_text first)
+    hidden: np.ndarray         # (d,) the state after token ``at``
+    local: np.ndarray          # (d,) local_mean of the states ending there
+    last_token: int
+    model_choice: int | None   # the model's likeliest next token there (None: not kept)
+
+
+def text_positions(rt, tokens: Sequence[int], hidden: np.ndarray, choices: Sequence[int] | None,
+                   at: Iterable[int], first: int = 0, prefix_text: str = "") -> Iterator[TextPosition]:
+    """The matcher's inputs at positions *at* (ascending) of a text read in one pass: the one walk
+    of "run the model over a text and ask the matcher at each position".
+
+    *tokens* (n,); *hidden* (n, d), row i the state after token i; *choices* (n,), the
+    model's likeliest token after token i.  The text and the local vectors start at token
+    *first* (special tokens render as nothing); the text is what the bytes so far spell,
+    an unfinished character left out.
+
+    >>> [p.text for p in text_positions(rt, rt.tokenize("Hi Sam, thanks"), states, None, at=[0, 2])]  # doctest: +SKIP
+    ['Hi', 'Hi Sam,']
+    """
+    from .encoding import local_mean     # here: the probability arithmetic above needs no model code
+
+    written, read = b"", first
+    for i in at:
+        written += b"".join(rt.piece(t) for t in tokens[read:i + 1])
+        read = i + 1
+        yield TextPosition(i, prefix_text + written.decode("utf-8", errors="ignore"), hidden[i],
+                           local_mean(hidden, i, first=first), tokens[i],
+                           None if choices is None else int(choices[i]))
+
+
 def text_proposals(matcher, rt, scored, prefix_text: str = "", continuation=None) -> dict[int, tuple[tuple[int, ...], float]]:
     """The chunk CD-LM would offer at each position of a scored text, from the prefix alone.
 
@@ -101,28 +137,22 @@ def text_proposals(matcher, rt, scored, prefix_text: str = "", continuation=None
     *continuation*: optional ``(text_so_far, proposal) -> tokens``, how the
     decoder would tokenize the chunk after that text.
     """
-    from .encoding import local_mean
-
     out: dict[int, tuple[tuple[int, ...], float]] = {}
     if matcher is None or len(matcher) == 0:
         return out
-    pieces = [b""] * len(scored.tokens)
-    for i in range(scored.first, len(scored.tokens)):
-        pieces[i] = rt.piece(scored.tokens[i])
-    written = b""
-    for n in range(scored.first + 1, len(scored.tokens)):
-        written += pieces[n - 1]
-        text = prefix_text + written.decode("utf-8", errors="ignore")
-        choice = int(scored.topk_ids[n, 0]) if scored.topk_ids is not None else None
-        local = local_mean(scored.hidden, n - 1, first=scored.first)                    # (d,)
-        proposal = matcher.propose(scored.hidden[n - 1], local, text, greedy=False,
-                                   last_token=scored.tokens[n - 1], model_choice=choice)
+    # topk_ids[n] predicts token n: the choice after token n - 1
+    choices = scored.topk_ids[1:, 0] if scored.topk_ids is not None else None
+    for p in text_positions(rt, scored.tokens, scored.hidden, choices, range(scored.first, len(scored.tokens) - 1),
+                            first=scored.first, prefix_text=prefix_text):
+        n = p.at + 1                                  # the position a proposal would fill
+        proposal = matcher.propose(p.hidden, p.local, p.text, greedy=False,
+                                   last_token=p.last_token, model_choice=p.model_choice)
         if proposal is None or proposal.q <= 0:
             continue
         chunk = tuple(proposal.tokens)
         want = tuple(scored.tokens[n:n + len(chunk)])
         if continuation is not None and chunk[:len(want)] != want:
-            alt = tuple(continuation(text, proposal))
+            alt = tuple(continuation(p.text, proposal))
             if alt[:len(want)] == want:
                 chunk = alt
         out[n] = (chunk, proposal.q)

@@ -32,9 +32,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .encoding import local_mean
 from .errors import Cancelled, ChunkwiseError
 from .matching import threshold_reaching
+from .perplexity import text_positions
+from .settings import Settings
 
 GRID = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 0.9)
 WRONG_COST = 2.0
@@ -82,9 +83,11 @@ def _places(values: dict[int, str], texts: Sequence[str], built_in: Sequence[str
 
 
 def _first_value(engine, prompt: str, own: set[int]) -> int | None:
-    from .engine import GenerationRequest
-
-    request = GenerationRequest(prompt, max_tokens=6, stop=["\n\n"], knn=engine.has_knn)   # as the editor asks
+    """The first of the user's values the editor inserts after *prompt*, or None."""
+    # The editor's own request (Settings.suggestion_request; default settings: greedy, chunks on, the kNN-LM
+    # once learned), cut to 6 tokens on purpose: a value it inserts comes within the first words, and
+    # tuning asks |grid| x places of them.
+    request = Settings(max_tokens=6).suggestion_request(prompt)
     out = engine.generate(request, record_use=False)
     return next((s.chunk_id for s in out.spans if s.chunk_id in own), None)
 
@@ -173,24 +176,25 @@ def insertion_places(engine, text: str, limit: int = 3000, progress: Progress | 
     rt = engine.runtime
     tokens = rt.tokenize(text, add_special=True)
     out = engine.runtime_states(tokens)                              # logits (n, V), hidden (n, d)
+    word_ends = [i for i in range(2, len(tokens))                    # only where a new word begins (or the end)
+                 if i + 1 == len(tokens) or rt.detokenize(tokens[i + 1:i + 2])[:1].isspace()]
+    # The text after tokens[0], as this view has always read it: tokens[0] is taken for BOS, but a model
+    # that adds none (the bundled SmolLM2) loses its first token's text here, and Place.end is short by it.
+    skipped = len(rt.detokenize(tokens[:1]))
     places = []
-    for i in range(2, len(tokens)):
-        piece = rt.detokenize(tokens[i + 1:i + 2]) if i + 1 < len(tokens) else " "
-        if not piece[:1].isspace():
-            continue                                                 # only where a new word begins (or the end)
+    for p in text_positions(rt, tokens, out.hidden, np.argmax(out.logits, axis=1), word_ends):
         if cancelled and cancelled():
             raise Cancelled("The threshold profile was cancelled.")
         if progress:
-            progress(i, len(tokens))
-        so_far = rt.detokenize(tokens[1:i + 1])
-        hidden, local = out.hidden[i], local_mean(out.hidden, i)
+            progress(p.at, len(tokens))
+        so_far = p.text[skipped:]
         best = None
-        for chunk_id, agreement in matcher.type_agreement(hidden, local, so_far).items():
+        for chunk_id, agreement in matcher.type_agreement(p.hidden, p.local, so_far).items():
             reach = threshold_reaching(agreement)
             if best is None or reach > best[1]:
                 best = (chunk_id, reach)
-        for cand in matcher.candidates(hidden, local, so_far, last_token=tokens[i],
-                                       model_choice=int(np.argmax(out.logits[i])))[:1]:
+        for cand in matcher.candidates(p.hidden, p.local, so_far, last_token=p.last_token,
+                                       model_choice=p.model_choice)[:1]:
             if matcher.is_typed(cand.chunk_id):
                 continue
             reach = float(matcher.calibration.to_scale(cand.match))
