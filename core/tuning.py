@@ -178,16 +178,13 @@ def insertion_places(engine, text: str, limit: int = 3000, progress: Progress | 
     out = engine.runtime_states(tokens)                              # logits (n, V), hidden (n, d)
     word_ends = [i for i in range(2, len(tokens))                    # only where a new word begins (or the end)
                  if i + 1 == len(tokens) or rt.detokenize(tokens[i + 1:i + 2])[:1].isspace()]
-    # The text after tokens[0], as this view has always read it: tokens[0] is taken for BOS, but a model
-    # that adds none (the bundled SmolLM2) loses its first token's text here, and Place.end is short by it.
-    skipped = len(rt.detokenize(tokens[:1]))
     places = []
     for p in text_positions(rt, tokens, out.hidden, np.argmax(out.logits, axis=1), word_ends):
         if cancelled and cancelled():
             raise Cancelled("The threshold profile was cancelled.")
         if progress:
             progress(p.at, len(tokens))
-        so_far = p.text[skipped:]
+        so_far = p.text                  # from the first token: a BOS, where the model adds one, spells nothing
         best = None
         for chunk_id, agreement in matcher.type_agreement(p.hidden, p.local, so_far).items():
             reach = threshold_reaching(agreement)

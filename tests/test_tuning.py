@@ -55,7 +55,9 @@ def test_built_in_negatives_hold_no_personal_detail():
 
 def test_insertion_places_say_which_phrase_takes_which_chunk(profile):
     engine, ids = profile
-    places = insertion_places(engine, "Hi Tom,\n\nThanks for the update. If anything comes up, please give me a call at")
+    text = "Hi Tom,\n\nThanks for the update. If anything comes up, please give me a call at"
+    places = insertion_places(engine, text)
     phone = [p for p in places if p.chunk_id == ids["phone"]]
     assert phone and phone[-1].phrase.endswith("give me a call at") and 0 < phone[-1].reach <= 1
+    assert text[:phone[-1].end] == text                   # where in the draft: the end, not short by "Hi"
     assert all(p.chunk_id != ids["phone"] for p in places if p.phrase.endswith("Thanks for the"))
