@@ -9,7 +9,7 @@ draws them; written through ``ChunkStore.add_mined`` as Tools → Learn writes t
 what the library dialog or the editor does: add a PII entry (two contexts), edit it (new value and
 contexts), a phrase learned while typing, a dismissed suggestion, delete the entry.  Timed per edit:
 the store write, then the refresh (encoding the edited contexts with the model, then matching);
-both paths run on the same edit, alternating which goes first, best and median of --repeats.  After
+both paths run on the same edit, in place first (it pays the encoding), median and worst of --repeats.  After
 each in-place update the next suggestion is checked to see the edit (the chunk proposed after its
 own context, or gone after a delete).
 
@@ -133,19 +133,37 @@ def main() -> None:
                      lambda: engine.matcher.avoided(state["id"], "Hi Tom,\n\nI spent the weekend at")),
                     ("delete it", delete, lambda: not offered("Hi Tom,\n\nThanks for the call. My employer is")())]
 
+        from core import engine as engine_module
+
+        encoding: list[float] = []
+        real_encoder = engine_module.Encoder
+
+        class TimedEncoder(real_encoder):            # the model reading the edited contexts, timed apart
+            def encode_many(self, batch):
+                t = time.perf_counter()
+                try:
+                    return super().encode_many(batch)
+                finally:
+                    encoding.append(time.perf_counter() - t)
+
+        engine_module.Encoder = TimedEncoder
         for repeat in range(args.repeats):
             for name, write, check in edits():
-                order = ("in place", "whole library") if repeat % 2 == 0 else ("whole library", "in place")
                 t0 = time.perf_counter()
                 ids = write()
                 t1 = time.perf_counter()
-                for path in order:
+                # In place first, always: it encodes the edited contexts (as the old path also had to), and
+                # the whole reload after it has nothing left to encode -- its time is the reload alone.
+                for path in ("in place", "whole library"):
+                    encoding.clear()
                     t2 = time.perf_counter()
                     engine.refresh(chunk_ids=ids if path == "in place" else None)
                     t3 = time.perf_counter()
                     times.setdefault(name, {}).setdefault(path, []).append(t3 - t2)
-                    if path == "in place" and check():
-                        seen[name] = seen.get(name, 0) + 1
+                    if path == "in place":
+                        times[name].setdefault("encode", []).append(sum(encoding))
+                        if check():
+                            seen[name] = seen.get(name, 0) + 1
                 times[name].setdefault("store write", []).append(t1 - t0)
                 print(f"  {repeat + 1}/{args.repeats} {name}: in place {times[name]['in place'][-1] * 1e3:.1f} ms, "
                       f"whole {times[name]['whole library'][-1]:.2f} s", flush=True)
@@ -154,8 +172,8 @@ def main() -> None:
         fill_knn(store, engine.model_id, engine.matcher.stats, args.knn)
         engine.forget_knn()
         knn_times: dict[str, list[float]] = {"built": [], "read back": []}
-        for repeat in range(2):
-            for how in (("built", "read back") if repeat == 0 else ("read back", "built")):
+        for repeat in range(1):
+            for how in ("built", "read back"):
                 engine.forget_knn(kept_too=how == "built")
                 t = time.perf_counter()
                 assert len(engine.knn) == args.knn
@@ -164,21 +182,24 @@ def main() -> None:
 
     rows = []
     for name, by in times.items():
-        inplace, whole, write = by["in place"], by["whole library"], by["store write"]
+        inplace, whole, write, enc = by["in place"], by["whole library"], by["store write"], by["encode"]
         rows.append([name, f"{statistics.median(write) * 1e3:.1f}", f"{statistics.median(inplace) * 1e3:.1f}",
-                     f"{max(inplace) * 1e3:.1f}", f"{statistics.median(whole):.2f}",
+                     f"{max(inplace) * 1e3:.1f}", f"{statistics.median(enc) * 1e3:.1f}",
+                     f"{statistics.median(np.subtract(inplace, enc)) * 1e3:.1f}", f"{statistics.median(whole):.2f}",
                      f"{statistics.median(whole) / statistics.median(inplace):.0f}x",
                      f"{seen.get(name, 0)}/{args.repeats}"])
     lines = [f"Machine: {machine()}",
              f"Encrypted store: the paper's PII profile + {args.contexts:,} learned contexts; "
-             f"{args.repeats} rounds, the two paths alternating which runs first", "",
+             f"{args.repeats} rounds, in place first (it encodes the edited contexts; the reload after it "
+             "has nothing left to encode, so its time is the reload alone)", "",
              table(["edit", "store write (ms, median)", "in place (ms, median)", "in place (ms, worst)",
+                    "of which the model encoding (ms)", "of which matching (ms)",
                     "whole library (s, median)", "ratio", "next suggestion sees it"], rows), "",
              "In place = Engine.refresh(chunk_ids=...): encode the edited contexts with the model, update matching. "
              "Whole library = Engine.refresh(): what every edit ran before. Next suggestion sees it: after the in-place "
              "update, matching offers the entry after its own (new) context, the dismissed place is avoided, "
              "the deleted entry is offered nowhere it was.", "",
-             f"kNN-LM datastore of {args.knn:,} rows, the first suggestion that uses it (best of 2): graph built "
+             f"kNN-LM datastore of {args.knn:,} rows, the first suggestion that uses it (one run each): graph built "
              f"{min(knn_times['built']):.1f} s, read back from where learning kept it "
              f"{min(knn_times['read back']):.2f} s (rows read from the store included in both)"]
     text = "\n".join(lines)
