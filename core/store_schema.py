@@ -103,11 +103,11 @@ def _migrate_6(db: sqlite_utils.Database) -> None:
     # Learning looks each mined chunk up by its text (ChunkStore.add_mined): with the kind index alone
     # that scanned every mined chunk, once per chunk learned -- quadratic in a learned store's size
     # (minutes to write 25k mined chunks, bench/library_update.py's learned store).
-    db["chunks"].create_index(["kind", "text"])
+    db["chunks"].create_index(["kind", "text"], if_not_exists=True)
     # Deleting or editing a chunk deletes its contexts' encodings by context id, which the (model_id,
     # context_id) index cannot serve: a scan of every encoding, vectors and all, per context (0.4 s to
     # edit and 1.5 s to delete one entry at 100k contexts, bench/library_update.py).
-    db["encodings"].create_index(["context_id"])
+    db["encodings"].create_index(["context_id"], if_not_exists=True)
 
 
 MIGRATIONS = [_migrate_1, _migrate_2, _migrate_3, _migrate_4, _migrate_5, _migrate_6]
