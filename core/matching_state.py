@@ -61,6 +61,8 @@ class MatchingState:
         self._bg_sims = np.empty((0, CALIBRATION_K), dtype=np.float32)   # ... and their cosines
         self._bg_scores = np.empty((0, CALIBRATION_K), dtype=np.float32)   # ... and match scores
         self._derive()
+        self._phrases = self._phrase_map()
+        self._index_types()
 
     # ------------------------------------------------------------ whole store
 
@@ -207,6 +209,10 @@ class MatchingState:
                     # dev split, scratch replay: 3 wrong fields instead of 5 at 69 of 87 right).  The
                     # price: a chunk read half as one type and half as another counts fully for both.
                     self._type_of[chunk_id] = (t / t.max(), expert[mine[0]].label)
+        self._index_types()
+
+    def _index_types(self) -> None:
+        """The typed chunks as arrays, in chunk id order, from ``_type_of``."""
         ids = sorted(self._type_of)
         fields = len(self.slots.fields) if self.slots is not None else 0
         self._typed_ids = np.asarray(ids, dtype=np.int64)

@@ -120,3 +120,11 @@ def test_a_chunk_added_in_the_library_is_the_next_suggestion(qtbot, make_window)
     body.setFocus()
     type_text(qtbot, body, "Hi Tom,\n\nThanks for the quick reply. If anything comes up, please give me a call at")
     qtbot.waitUntil(lambda: any(p.from_chunk and p.chunk_id == cid for p in body.pieces), timeout=WAIT)
+
+
+def test_a_matcher_never_loaded_proposes_nothing(library):
+    """Before its first load (an empty or still-locked library) matching answers, it does not fail."""
+    m = ChunkMatcher(library.matcher.stats, library.threshold)
+    m.slots = library.matcher.slots
+    h = np.zeros(m.dim, np.float32)
+    assert m.propose(h, h, "Please call me at") is None and m.type_agreement(h, h, "x") == {} and len(m) == 0
