@@ -36,9 +36,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import machine, save_plot, table  # noqa: E402
 from core import Engine, GenerationRequest  # noqa: E402
 from core.corpus import Document  # noqa: E402
-from core.distill import document_tokens, generate_corpus, score  # noqa: E402
+from core.distill import generate_corpus  # noqa: E402
+from core.scoring import document_tokens, score  # noqa: E402
 from core.corpus import read_corpus  # noqa: E402
-from core.learning import load_teacher, mine, perplexity_of, tune_threshold  # noqa: E402
+from core.learning import load_teacher, mine  # noqa: E402
+from core.perplexity import perplexity_of  # noqa: E402
+from core.tuning import tune_threshold  # noqa: E402
 from core.knn import KnnSettings  # noqa: E402
 from core.perplexity import base_log_prob, perplexity  # noqa: E402
 from core.settings import Settings  # noqa: E402

@@ -260,7 +260,7 @@ def knn_distance(split: str, tmp: Path) -> str:
     """How often the kNN-LM's top token is the next word of a new email, by the distance to the nearest
     stored context, beside the model's own top token (why core/knn.py gates lambda)."""
     from core.corpus import Document
-    from core.distill import document_tokens, score
+    from core.scoring import document_tokens, score
 
     rows, runtime = [], None
     for persona in ("mara", "teo"):

@@ -136,7 +136,7 @@ def cmd_mine(args, engine_factory, progress_factory) -> int:
 
 def cmd_ppl(args, engine_factory) -> int:
     from .engine import check_threshold
-    from .learning import perplexity_of
+    from .perplexity import perplexity_of
 
     text = _read_text(args.file)
     if args.threshold is not None:
@@ -163,7 +163,8 @@ def cmd_ppl(args, engine_factory) -> int:
 
 def cmd_tune(args, engine_factory, progress_factory) -> int:
     from .corpus import read_corpus
-    from .learning import load_teacher, tune_gamma, tune_threshold
+    from .learning import load_teacher
+    from .tuning import tune_gamma, tune_threshold
 
     text = _read_text(args.file)
     corpus = read_corpus(args.corpus) if args.corpus else None

@@ -9,7 +9,8 @@ is a backward dynamic program over positions n = N .. 2::
     alpha_n = 1{x_n .. x_{n+tau-1} = c_n} M(n + tau)   (cut at N when the chunk runs past it)
     p(x_1..N) = p(x_1) M(2)
 
-computed in log space so long texts do not underflow.
+computed in log space so long texts do not underflow.  :func:`perplexity_of` applies it to
+a text under the engine's store (and kNN-LM): the command line's ``ppl``.
 
 >>> p = np.log([1.0, .3, .3, .3, .3, .3])         # BOS, then A B C D E at 0.3 each
 >>> tokens = [0, 1, 2, 3, 4, 5]
@@ -29,6 +30,10 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
+
+from .corpus import Document
+from .errors import ChunkwiseError
+from .scoring import document_tokens, score
 
 NEG_INF = -math.inf
 
@@ -129,7 +134,7 @@ def text_positions(rt, tokens: Sequence[int], hidden: np.ndarray, choices: Seque
 def text_proposals(matcher, rt, scored, prefix_text: str = "", continuation=None) -> dict[int, tuple[tuple[int, ...], float]]:
     """The chunk CD-LM would offer at each position of a scored text, from the prefix alone.
 
-    *scored*: :class:`core.distill.Scored` with hidden states (and top-1
+    *scored*: :class:`core.scoring.Scored` with hidden states (and top-1
     ids, the model's own choice at each position, for the agreement gate).  Proposals
     depend only on the text before each position (the paper's condition for
     the dynamic program), so already-used chunks are not excluded here --
@@ -157,3 +162,63 @@ def text_proposals(matcher, rt, scored, prefix_text: str = "", continuation=None
                 chunk = alt
         out[n] = (chunk, proposal.q)
     return out
+
+
+# ---------------------------------------------------------------- a text under the engine
+
+
+@dataclass
+class ScoredText:
+    """One scored text, reusable across thresholds."""
+
+    tokens: list[int]
+    first: int
+    scored: object
+    knn_logp: np.ndarray | None = None
+
+
+def score_text(engine, text: str, knn: bool) -> ScoredText:
+    if not text.strip():
+        raise ChunkwiseError("The text to score is empty.")
+    rt = engine.runtime
+    tokens, first = document_tokens(rt, Document("text", text))
+    first = max(first, 1)        # without BOS the very first token has nothing to be scored from
+    if len(tokens) - first < 2:
+        raise ChunkwiseError("The text to score needs at least two tokens.")
+    knn_logp = np.full(len(tokens), np.nan) if knn else None
+    model = engine.knn if knn else None
+
+    def mix_rows(positions, log_probs, hidden):
+        for pos, lp, h in zip(positions, log_probs, hidden):
+            knn_logp[pos] = math.log(max(model.distribution(np.exp(lp), h)[tokens[pos]], 1e-300))
+
+    scored = score(rt, tokens, first, hidden=True, topk=1, on_rows=mix_rows if knn else None)
+    return ScoredText(tokens, first, scored, knn_logp)
+
+
+def _continuation(engine):
+    """How the decoder tokenizes a proposal after the text so far (Encoder.continuation)."""
+    from .encoding import Encoder
+
+    encoder = Encoder(engine.runtime)
+    return lambda text, proposal: encoder.continuation(text, proposal.text, proposal.tokens)
+
+
+def report_for(engine, p: ScoredText, matcher) -> PerplexityReport:
+    sc, first = p.scored, p.first
+    n = len(p.tokens) - first
+    proposals = text_proposals(matcher, engine.runtime, sc, continuation=_continuation(engine)) if matcher else {}
+    matching = sum(1 for pos, (chunk, _q) in proposals.items()
+                   if list(p.tokens[pos:pos + len(chunk)]) == list(chunk[:len(p.tokens) - pos]))
+    out = PerplexityReport(tokens=n, base=perplexity(base_log_prob(sc.logprob, first), n),
+                           cdlm=perplexity(cdlm_log_prob(sc.logprob, p.tokens, proposals, first), n),
+                           proposals=len(proposals), matching=matching)
+    if p.knn_logp is not None:
+        out.knn = perplexity(base_log_prob(p.knn_logp, first), n)
+        out.cdlm_knn = perplexity(cdlm_log_prob(p.knn_logp, p.tokens, proposals, first), n)
+    return out
+
+
+def perplexity_of(engine, text: str, knn: bool = False) -> PerplexityReport:
+    """Perplexity of *text* under the base model and under CD-LM with the engine's store (and kNN-LM)."""
+    return report_for(engine, score_text(engine, text, knn), engine.matcher_ready())

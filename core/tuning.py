@@ -4,7 +4,7 @@
 >>> result.threshold, result.extreme
 (0.2, False)
 
-Perplexity alone rewards inserting (the paper tunes eta so; ``learning.tune_threshold``
+Perplexity alone rewards inserting (the paper tunes eta so; ``tune_threshold`` below
 still does, for the command line): from one email it chose 0.00, and a meeting time then
 got the user's phone number.  Here each threshold of a grid is tried with the real decoder
 (the editor's gates included) at
@@ -32,12 +32,19 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .corpus import Document
+from .distill import Miner
 from .errors import Cancelled, ChunkwiseError
-from .matching import threshold_reaching
-from .perplexity import text_positions
+from .learning import corpus_knn_teacher
+from .llama_runtime import LlamaRuntime
+from .matching import ChunkMatcher, threshold_reaching
+from .perplexity import report_for, score_text, text_positions
 from .settings import Settings
+from .store import ChunkStore
 
 GRID = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 0.9)
+THRESHOLD_GRID = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7)     # perplexity tuning
+GAMMA_GRID = (0.5, 0.7, 0.8, 0.9, 0.95)
 WRONG_COST = 2.0
 EXTREME = (0.05, 0.7)          # at or beyond these, the editor asks before using the value
 MAX_OWN_NEGATIVES = 20
@@ -204,3 +211,61 @@ def insertion_places(engine, text: str, limit: int = 3000, progress: Progress | 
             places.append(Place(len(so_far), lead_in(so_far)[-40:], best[0],
                                 info["label"] or info["text"][:30], round(min(best[1], 1.0), 3)))
     return places
+
+
+# ---------------------------------------------------------------- by perplexity (the paper's way; the command line's `tune`)
+
+
+@dataclass
+class TuneResult:
+    threshold: float
+    gamma: float | None
+    base: float
+    best: float
+    grid: list[dict] = field(default_factory=list)   # {gamma, threshold, cdlm, chunks}
+
+
+def tune_threshold(engine, text: str, thresholds: Sequence[float] = THRESHOLD_GRID) -> TuneResult:
+    """The threshold whose CD-LM perplexity on the user's held-out *text* is lowest (the paper tunes eta so)."""
+    matcher = engine.matcher_ready()
+    if matcher is None:
+        raise ChunkwiseError("The chunk store is empty: there is no threshold to tune.")
+    p = score_text(engine, text, knn=False)
+    saved, grid = matcher.threshold, []
+    try:
+        for t in thresholds:
+            matcher.threshold = t
+            grid.append({"gamma": None, "threshold": t, "cdlm": report_for(engine, p, matcher).cdlm})
+    finally:
+        matcher.threshold = saved
+    best = min(grid, key=lambda g: g["cdlm"])
+    return TuneResult(best["threshold"], None, report_for(engine, p, None).base, best["cdlm"], grid)
+
+
+def tune_gamma(engine, corpus: Sequence[Document], text: str, gammas: Sequence[float] = GAMMA_GRID,
+               thresholds: Sequence[float] = THRESHOLD_GRID, teacher: LlamaRuntime | None = None,
+               progress: Progress | None = None, corpus_teacher: bool = False) -> TuneResult:
+    """Gamma and threshold together: one pass over *corpus*, chunks cut at each gamma into a
+    scratch store, CD-LM perplexity of held-out *text* for each threshold.  The user's store is
+    not touched."""
+    ct = corpus_knn_teacher(engine) if corpus_teacher else None
+    miner = Miner(engine.runtime, max(gammas), teacher, ct)
+    passes = miner.score_all(corpus, progress)
+    if not passes:
+        raise ChunkwiseError("No corpus document is long enough to mine.")
+    p = score_text(engine, text, knn=False)
+    stats, rt, grid = engine.matcher.stats, engine.runtime, []
+    for gamma in gammas:
+        report = miner.extract(passes, gamma)
+        scratch = ChunkStore(":memory:")
+        model_id = scratch.model_id(rt.identity, rt.name, rt.n_embd)
+        scratch.add_mined(model_id, "teacher" if (teacher or corpus_teacher) else "self", report.chunks)
+        matcher = ChunkMatcher(stats)
+        matcher.load(scratch, model_id, rt.identity, None)
+        for t in thresholds:
+            matcher.threshold = t
+            grid.append({"gamma": gamma, "threshold": t, "chunks": len(report.chunks),
+                         "cdlm": report_for(engine, p, matcher if len(matcher) else None).cdlm})
+        scratch.close()
+    best = min(grid, key=lambda g: g["cdlm"])
+    return TuneResult(best["threshold"], best["gamma"], report_for(engine, p, None).base, best["cdlm"], grid)

@@ -10,10 +10,13 @@ import pytest
 
 from core import database
 from core.corpus import CorpusError, Document, read_corpus, read_prompts
-from core.distill import Miner, align_logprob, confident_spans
+from core.distill import Miner, confident_spans
+from core.scoring import align_logprob
 from core.errors import ChunkwiseError
 from core.matching import DEFAULT_THRESHOLD
-from core.learning import mine, perplexity_of, tune_threshold
+from core.learning import mine
+from core.perplexity import perplexity_of
+from core.tuning import tune_threshold
 
 EMAILS = [
     "Hi Sam,\n\nThank you for your email. I hope this message finds you well. Please let me know if you have "
@@ -327,7 +330,8 @@ def test_the_corpus_as_teacher_turns_repeated_phrases_into_chunks(make_engine):
 
 
 def test_a_single_document_teaches_nothing_beyond_the_model(make_engine):
-    from core.distill import corpus_teacher_confidence, document_tokens, score
+    from core.distill import corpus_teacher_confidence
+    from core.scoring import document_tokens, score
 
     engine = make_engine()
     tokens, first = document_tokens(engine.runtime, Document("e", EMAILS[0]))

@@ -74,7 +74,8 @@ def test_command_line_outputs_and_errors(secret_store, tmp_path):
 def test_python_logs_during_a_session(make_engine, caplog):
     from core import GenerationRequest
     from core.corpus import Document
-    from core.learning import mine, perplexity_of
+    from core.learning import mine
+    from core.perplexity import perplexity_of
 
     caplog.set_level(logging.DEBUG)
     engine = make_engine()
