@@ -1,17 +1,17 @@
 """Chunkwise entry point.
 
 ``python main.py`` opens the editor (``app/``); with arguments it runs the
-command line, the same as ``python -m core`` or ``chunkwise``.
+command line, the same as ``python -m chunkwise.core`` or ``chunkwise``.
 """
 import sys
 
 
 def run() -> int:
     if len(sys.argv) > 1:
-        from core.cli import main
+        from chunkwise.core.cli import main
 
         return main(sys.argv[1:])
-    from app.main import run_app  # the desktop editor
+    from chunkwise.app.main import run_app  # the desktop editor
 
     return run_app()
 

@@ -16,7 +16,7 @@ taking a suggestion cancels them, as it cancels the suggestion itself.  The stat
 """
 from __future__ import annotations
 
-from core import Piece
+from chunkwise.core import Piece
 
 ALTERNATIVES = 2      # beside the best suggestion
 MAX_RANK = 4          # first tokens tried at most (an empty or repeated alternative is skipped)

@@ -18,7 +18,7 @@ import json
 import uuid
 from pathlib import Path
 
-from core.paths import atomic_write
+from chunkwise.core.paths import atomic_write
 
 FIELDS = ("to", "subject", "body")
 FOLDER_NAME = "drafts"              # on disk since before the rename: kept, so nothing needs moving
@@ -26,7 +26,7 @@ FILE_PREFIX = "draft"               # draft-<id>.json (and draft-restored.json, 
 
 
 def default_autosave_folder() -> Path:
-    from core.paths import data_dir
+    from chunkwise.core.paths import data_dir
 
     return data_dir() / FOLDER_NAME
 

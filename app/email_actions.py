@@ -14,7 +14,7 @@ from PySide6.QtCore import QStandardPaths, QUrl
 from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from core.paths import atomic_write
+from chunkwise.core.paths import atomic_write
 
 from .autosave import FILE_PREFIX, AutosaveFile, AutosaveFolder, describe
 from .email_file import OPEN_FILTER, EmailFileError, eml_message, read_email_file, suggested_file_name

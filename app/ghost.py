@@ -29,8 +29,8 @@ from PySide6.QtGui import (QAction, QColor, QFontMetricsF, QKeyEvent, QPainter, 
                            QTextFormat, QTextLayout)
 from PySide6.QtWidgets import QPlainTextEdit, QToolTip
 
-from core import Piece
-from core.decoding import split_pieces
+from chunkwise.core import Piece
+from chunkwise.core.decoding import split_pieces
 
 from .theme import colours
 from .words import kind_name

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Qt
 
-from core import ChunkStore
+from chunkwise.core import ChunkStore
 
 Job = Callable[[ChunkStore], Any]
 OnError = Callable[[str, bool], None]          # message, whether the library is locked

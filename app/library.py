@@ -14,9 +14,9 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDialog,
                                QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox,
                                QPlainTextEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
 
-from core import ChunkwiseError
-from core.portable import export_file, import_file
-from core.store import KINDS, validate_chunk
+from chunkwise.core import ChunkwiseError
+from chunkwise.core.portable import export_file, import_file
+from chunkwise.core.store import KINDS, validate_chunk
 from .theme import colours
 from .words import kind_name
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QInputDialog, QLineEdit, QMessageBox
 
-from core import crypto
+from chunkwise.core import crypto
 
 
 def ask_passphrase(parent=None, unlock: bool = False, store: str | os.PathLike | None = None) -> bool:

@@ -2,7 +2,7 @@
 
 One place finds them.  From a checkout or an editable install (``pip install -e .``) they are
 the repository's resources/ beside app/; a wheel (``pip install .``) carries the same folder as
-app/_resources, because pyproject.toml maps it there as package data (a top-level folder that is
+chunkwise/app/_resources, because pyproject.toml maps it there as package data (a top-level folder that is
 no package would not be installed at all).  A missing or unreadable asset never stops the editor:
 it starts without an icon or without the stylesheet.
 """

@@ -19,7 +19,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QSyntaxHighlighter, QTextCharFormat
 
-from core.paths import atomic_write
+from chunkwise.core.paths import atomic_write
 
 WORD = re.compile(r"[A-Za-z][A-Za-z']*[A-Za-z]|[A-Za-z]")
 _BRITISH = ((r"our(s?)$", r"or\1"), (r"ise(s|d)?$", r"ize\1"), (r"ising$", r"izing"), (r"isation(s?)$", r"ization\1"),
@@ -28,7 +28,7 @@ _BRITISH = ((r"our(s?)$", r"or\1"), (r"ise(s|d)?$", r"ize\1"), (r"ising$", r"izi
 
 
 def default_words_file() -> Path:
-    from core.paths import data_dir
+    from chunkwise.core.paths import data_dir
 
     return data_dir() / "words.txt"
 

@@ -12,7 +12,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QDialog, QFileDialog, QFormLayout, QLabel, QLineEdit, QMainWindow, QMessageBox,
                                QProgressBar, QPushButton, QVBoxLayout, QWidget)
 
-from core import GenerationRequest, Piece
+from chunkwise.core import GenerationRequest, Piece
 
 from .alternatives import Alternatives, trim_start
 from .autosave import AutosaveFile
@@ -316,7 +316,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         (the keychain may have been unlocked, the file moved back).  The model lane opens the store
         (key derivation and SQL never run on this thread): ``library_unlocked`` follows, or a warning
         that it is still locked.  Returns False where the user declined to give a passphrase."""
-        from core import crypto
+        from chunkwise.core import crypto
 
         from .passphrase import ask_passphrase
 
@@ -668,7 +668,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         if self.locked_message or self.lane is None:
             QMessageBox.information(self, "Add snippet", LOCKED_HINT)
             return False
-        from core.text import lead_in
+        from chunkwise.core.text import lead_in
 
         from .library import ChunkEditDialog
 

@@ -26,8 +26,8 @@ from dataclasses import asdict
 
 from PySide6.QtCore import QMetaObject, QObject, QThread, Qt, Signal, Slot
 
-from core import Cancelled, ChunkStore, ChunkwiseError, Engine, GenerationRequest, StoreError
-from core.matching import DEFAULT_THRESHOLD
+from chunkwise.core import Cancelled, ChunkStore, ChunkwiseError, Engine, GenerationRequest, StoreError
+from chunkwise.core.matching import DEFAULT_THRESHOLD
 
 log = logging.getLogger("chunkwise.worker")
 
@@ -114,7 +114,7 @@ class ModelWorker(QObject):
 
     def _open_store(self, db_path: str | None) -> ChunkStore:
         """The library, or an empty stand-in while it cannot open (``locked`` says why)."""
-        from core.paths import default_db_path
+        from chunkwise.core.paths import default_db_path
 
         self.locked = None
         try:
@@ -341,13 +341,13 @@ class ModelWorker(QObject):
             else:
                 self.learn_failed.emit(f"Nothing was learned. {LOCKED_HINT}")
             return
-        from core.corpus import read_corpus
-        from core.learning import mine
+        from chunkwise.core.corpus import read_corpus
+        from chunkwise.core.learning import mine
 
         self._cancel.clear()
         try:
             if "texts" in options:
-                from core.corpus import Document, own_words
+                from chunkwise.core.corpus import Document, own_words
 
                 docs = [Document(f"sent email {i + 1}", own_words(t)) for i, t in enumerate(options["texts"])]
                 docs = [d for d in docs if d.text]
@@ -385,8 +385,8 @@ class ModelWorker(QObject):
         if self.locked:
             self.tune_failed.emit(f"Tuning needs your library's values. {LOCKED_HINT}")
             return
-        from core.corpus import read_corpus
-        from core.tuning import tune_insertions
+        from chunkwise.core.corpus import read_corpus
+        from chunkwise.core.tuning import tune_insertions
 
         self._cancel.clear()
         try:
@@ -412,7 +412,7 @@ class ModelWorker(QObject):
         if self.engine is None:
             self.threshold_profile.emit([])
             return
-        from core.tuning import insertion_places
+        from chunkwise.core.tuning import insertion_places
 
         try:
             places = insertion_places(self.engine, text, progress=self._step("Reading this email for the plot"),

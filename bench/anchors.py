@@ -24,9 +24,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import machine, save_plot, table  # noqa: E402
-from core import Engine, GenerationRequest  # noqa: E402
-from core.anchors import AnchorReducer  # noqa: E402
-from core.sampling import log_softmax  # noqa: E402
+from chunkwise.core import Engine, GenerationRequest  # noqa: E402
+from chunkwise.core.anchors import AnchorReducer  # noqa: E402
+from chunkwise.core.sampling import log_softmax  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "long_emails.json"
 

@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import machine, save_plot, table  # noqa: E402
-from core import ChunkStore, Engine, GenerationRequest  # noqa: E402
-from core.paths import bundled_model_path  # noqa: E402
+from chunkwise.core import ChunkStore, Engine, GenerationRequest  # noqa: E402
+from chunkwise.core.paths import bundled_model_path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAIN_PROMPTS = [

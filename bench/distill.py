@@ -34,17 +34,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import machine, save_plot, table  # noqa: E402
-from core import Engine, GenerationRequest  # noqa: E402
-from core.corpus import Document  # noqa: E402
-from core.distill import generate_corpus  # noqa: E402
-from core.scoring import document_tokens, score  # noqa: E402
-from core.corpus import read_corpus  # noqa: E402
-from core.learning import load_teacher, mine  # noqa: E402
-from core.perplexity import perplexity_of  # noqa: E402
-from core.tuning import tune_threshold  # noqa: E402
-from core.knn import KnnSettings  # noqa: E402
-from core.perplexity import base_log_prob, perplexity  # noqa: E402
-from core.settings import Settings  # noqa: E402
+from chunkwise.core import Engine, GenerationRequest  # noqa: E402
+from chunkwise.core.corpus import Document  # noqa: E402
+from chunkwise.core.distill import generate_corpus  # noqa: E402
+from chunkwise.core.scoring import document_tokens, score  # noqa: E402
+from chunkwise.core.corpus import read_corpus  # noqa: E402
+from chunkwise.core.learning import load_teacher, mine  # noqa: E402
+from chunkwise.core.perplexity import perplexity_of  # noqa: E402
+from chunkwise.core.tuning import tune_threshold  # noqa: E402
+from chunkwise.core.knn import KnnSettings  # noqa: E402
+from chunkwise.core.perplexity import base_log_prob, perplexity  # noqa: E402
+from chunkwise.core.settings import Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 THRESHOLDS = [0.7, 0.5, 0.3, 0.15, 0.05]

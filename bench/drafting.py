@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import machine, save_plot, table  # noqa: E402
 from bench.decoding import PLAIN_PROMPTS  # noqa: E402
-from core import Engine, GenerationRequest  # noqa: E402
+from chunkwise.core import Engine, GenerationRequest  # noqa: E402
 from tests.test_drafting import QUOTE  # noqa: E402
 
 # A reply that quotes the original and then restates it: most of the answer is in the prompt.

@@ -112,11 +112,11 @@ def measure(session: dict, db_path: Path, tmp: Path, changes: dict | None = None
         loop.exec()
     from PySide6.QtWidgets import QApplication
 
-    from app.settings import Settings
-    from app.window import ComposeWindow
+    from chunkwise.app.settings import Settings
+    from chunkwise.app.window import ComposeWindow
 
     app = QApplication.instance() or QApplication(sys.argv)  # noqa: F841 (kept alive)
-    from app.autosave import AutosaveFile
+    from chunkwise.app.autosave import AutosaveFile
 
     window = ComposeWindow(Settings(db_path=str(db_path), **(changes or {})), tmp / "settings.json",
                            autosave_file=AutosaveFile(tmp / "draft.json"))

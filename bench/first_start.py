@@ -28,8 +28,8 @@ import json, sys, time
 t0 = time.perf_counter()
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
-from app.settings import load_settings, settings_path
-from app.window import ComposeWindow
+from chunkwise.app.settings import load_settings, settings_path
+from chunkwise.app.window import ComposeWindow
 app = QApplication([])
 settings, _notes = load_settings()
 window = ComposeWindow(settings, settings_path())

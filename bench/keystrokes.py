@@ -46,9 +46,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from bench.common import OUT, machine, save_plot, table  # noqa: E402
-from core import ChunkStore, Engine  # noqa: E402
-from core.corpus import read_corpus  # noqa: E402
-from core.settings import Settings  # noqa: E402
+from chunkwise.core import ChunkStore, Engine  # noqa: E402
+from chunkwise.core.corpus import read_corpus  # noqa: E402
+from chunkwise.core.settings import Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PERSONAS = ROOT / "bench" / "data" / "personas"
@@ -161,7 +161,7 @@ def emails(persona: str, split: str) -> list[str]:
 
 
 def learned_engine(tmp: Path, persona: str, runtime, learn: bool) -> Engine:
-    from core.learning import mine
+    from chunkwise.core.learning import mine
 
     path = tmp / f"{persona}-{'learned' if learn else 'pii'}.db"
     fresh = not path.exists()
@@ -259,8 +259,8 @@ def end_sweep(split: str, tmp: Path, bars=(None, 0.0, 0.1, 0.2, 0.3, 0.4, 0.5)) 
 def knn_distance(split: str, tmp: Path) -> str:
     """How often the kNN-LM's top token is the next word of a new email, by the distance to the nearest
     stored context, beside the model's own top token (why core/knn.py gates lambda)."""
-    from core.corpus import Document
-    from core.scoring import document_tokens, score
+    from chunkwise.core.corpus import Document
+    from chunkwise.core.scoring import document_tokens, score
 
     rows, runtime = [], None
     for persona in ("mara", "teo"):

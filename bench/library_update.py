@@ -35,10 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import OUT, machine, save_plot, table  # noqa: E402
 from bench.retrieval import CENTRE, SPREAD  # noqa: E402
-from core import ChunkStore, Engine  # noqa: E402
-from core.distill import MinedChunk, MinedContext  # noqa: E402
-from core.encoding import local_mean  # noqa: E402
-from core.store import DISMISSED, LEARNED  # noqa: E402
+from chunkwise.core import ChunkStore, Engine  # noqa: E402
+from chunkwise.core.distill import MinedChunk, MinedContext  # noqa: E402
+from chunkwise.core.encoding import local_mean  # noqa: E402
+from chunkwise.core.store import DISMISSED, LEARNED  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PER_CHUNK = 4
@@ -133,7 +133,7 @@ def main() -> None:
                      lambda: engine.matcher.avoided(state["id"], "Hi Tom,\n\nI spent the weekend at")),
                     ("delete it", delete, lambda: not offered("Hi Tom,\n\nThanks for the call. My employer is")())]
 
-        from core import engine as engine_module
+        from chunkwise.core import engine as engine_module
 
         encoding: list[float] = []
         real_encoder = engine_module.Encoder

@@ -26,8 +26,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import machine, save_plot, table  # noqa: E402
-from core import Engine  # noqa: E402
-from core.encoding import Encoder, local_mean, local_rows, normalize_rows  # noqa: E402
+from chunkwise.core import Engine  # noqa: E402
+from chunkwise.core.encoding import Encoder, local_mean, local_rows, normalize_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OPENING = "Hi Tom,\n\nThanks for getting back to me so quickly. "

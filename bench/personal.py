@@ -36,10 +36,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import OUT, machine, table  # noqa: E402
-from core import ChunkStore, Engine  # noqa: E402
-from core.corpus import read_corpus  # noqa: E402
-from core.details import find_details  # noqa: E402
-from core.settings import Settings  # noqa: E402
+from chunkwise.core import ChunkStore, Engine  # noqa: E402
+from chunkwise.core.corpus import read_corpus  # noqa: E402
+from chunkwise.core.details import find_details  # noqa: E402
+from chunkwise.core.settings import Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data" / "personal"
@@ -74,7 +74,7 @@ def build_store(path: Path, user: dict) -> dict[int, str]:
 
 
 def learn(engine: Engine, persona: str) -> int:
-    from core.learning import mine
+    from chunkwise.core.learning import mine
 
     files = sorted(str(p) for p in (PERSONAS / persona).glob("sent-*.txt"))
     if not files:
@@ -185,9 +185,9 @@ ABLATIONS = {
 
 def ablate(split: str = "dev") -> str:
     """The dev split with each gate of core/decoding.py and the slot classifier switched off in turn."""
-    import core.decoding as decoding
-    import core.engine as engine_module
-    import core.whose as whose
+    import chunkwise.core.decoding as decoding
+    import chunkwise.core.engine as engine_module
+    import chunkwise.core.whose as whose
 
     module = {"OWNER_MIN": whose, "LEAD_IN_WORDS": decoding, "person_cue": whose}
     saved = {k: getattr(m, k) for k, m in module.items()}

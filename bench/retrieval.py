@@ -28,11 +28,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import machine, save_plot, table  # noqa: E402
-from core import ChunkStore, Engine  # noqa: E402
-from core.encoding import local_mean  # noqa: E402
-from core.index import index_files  # noqa: E402
-from core.matching import ChunkMatcher  # noqa: E402
-from core.store import Encoding  # noqa: E402
+from chunkwise.core import ChunkStore, Engine  # noqa: E402
+from chunkwise.core.encoding import local_mean  # noqa: E402
+from chunkwise.core.index import index_files  # noqa: E402
+from chunkwise.core.matching import ChunkMatcher  # noqa: E402
+from chunkwise.core.store import Encoding  # noqa: E402
 
 PROMPTS = [
     "Hi Tom,\n\nThanks for the call today. If anything comes up, please give me a call at",

@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.sampling import Sampler  # noqa: E402
+from chunkwise.core.sampling import Sampler  # noqa: E402
 
 VOCAB = 49152
 TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)

@@ -24,10 +24,10 @@ import numpy as np  # noqa: E402
 
 from bench.common import table  # noqa: E402
 from bench.personal import DATA, body_prompt, build_store, load_cases  # noqa: E402
-from core import ChunkStore, Engine  # noqa: E402
-from core import whose  # noqa: E402
-from core.encoding import local_mean, local_rows  # noqa: E402
-from core.slots import features  # noqa: E402
+from chunkwise.core import ChunkStore, Engine  # noqa: E402
+from chunkwise.core import whose  # noqa: E402
+from chunkwise.core.encoding import local_mean, local_rows  # noqa: E402
+from chunkwise.core.slots import features  # noqa: E402
 
 BARS = (-0.5, -1.0, -1.5, -2.0, -2.5)
 
@@ -85,7 +85,7 @@ def replay(rows: list[dict], cut: float, bar: float, cue: bool = True) -> dict:
 def corpus_cues() -> str:
     """How the person cue reads the shipped training corpora (never evaluated on): own details
     should rarely read as someone else's, third-party ones often."""
-    from core.slots import TRAINING_FILES
+    from chunkwise.core.slots import TRAINING_FILES
 
     own, third = Counter(), Counter()
     for path in TRAINING_FILES:

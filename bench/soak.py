@@ -41,10 +41,10 @@ def main() -> int:
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
 
-    from app.autosave import AutosaveFile
-    from app.settings import Settings
-    from app.window import ComposeWindow
-    from core import ChunkStore, Engine
+    from chunkwise.app.autosave import AutosaveFile
+    from chunkwise.app.settings import Settings
+    from chunkwise.app.window import ComposeWindow
+    from chunkwise.core import ChunkStore, Engine
 
     def wait(ms: int) -> None:
         loop = QEventLoop()

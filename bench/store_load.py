@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import OUT, machine, save_plot, table  # noqa: E402
 from bench.retrieval import fill_store  # noqa: E402
-from core import ChunkStore, Engine, crypto  # noqa: E402
-from core.index import index_files  # noqa: E402
-from core.matching import ChunkMatcher  # noqa: E402
+from chunkwise.core import ChunkStore, Engine, crypto  # noqa: E402
+from chunkwise.core.index import index_files  # noqa: E402
+from chunkwise.core.matching import ChunkMatcher  # noqa: E402
 
 
 def fill_knn(store: ChunkStore, model_id: int, stats, rows: int, seed: int = 2) -> None:

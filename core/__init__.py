@@ -2,7 +2,7 @@
 
 The few names a caller needs::
 
-    from core import Engine, GenerationRequest, ChunkStore, ChunkwiseError
+    from chunkwise.core import Engine, GenerationRequest, ChunkStore, ChunkwiseError
 """
 from .decoding import Piece, Stats
 from .engine import Completion, Engine, GenerationRequest, Span

@@ -1,4 +1,4 @@
-"""Command line: ``python -m core`` (installed as ``chunkwise``).
+"""Command line: ``python -m chunkwise.core`` (installed as ``chunkwise``).
 
     chunkwise generate "Thanks for your call. You can reach me at"
     chunkwise generate --chat "Write a short email asking for a day off" --json

@@ -32,8 +32,8 @@ def _private_paths(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="session")
 def runtime():
-    from core.llama_runtime import LlamaRuntime
-    from core.paths import bundled_model_path
+    from chunkwise.core.llama_runtime import LlamaRuntime
+    from chunkwise.core.paths import bundled_model_path
 
     rt = LlamaRuntime(bundled_model_path(), n_ctx=2048, n_threads=2)
     yield rt
@@ -42,7 +42,7 @@ def runtime():
 
 @pytest.fixture
 def store():
-    from core.store import ChunkStore
+    from chunkwise.core.store import ChunkStore
 
     s = ChunkStore(":memory:")
     yield s
@@ -52,8 +52,8 @@ def store():
 @pytest.fixture
 def make_engine(runtime):
     """Engines over the shared runtime, each with its own (in-memory by default) store."""
-    from core.engine import Engine
-    from core.store import ChunkStore
+    from chunkwise.core.engine import Engine
+    from chunkwise.core.store import ChunkStore
 
     made = []
 

@@ -1,6 +1,6 @@
 """Anchor-based KV reduction on the real model: what stays, what goes, and that decoding goes on."""
-from core.anchors import AnchorReducer, is_anchor_piece
-from core.engine import GenerationRequest
+from chunkwise.core.anchors import AnchorReducer, is_anchor_piece
+from chunkwise.core.engine import GenerationRequest
 
 TEXT = "Dear team,\n\nSales grew by ten percent. Costs stayed flat. The new office opens in May. Next"
 

@@ -1,5 +1,6 @@
 """core/ is the engine: it never imports Qt or app/, so it runs anywhere."""
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,22 +18,46 @@ def test_core_sources_do_not_import_qt_or_app():
             names = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = ["..app" if node.level > 1 else node.module] if node.level else [node.module]
             for name in names:
-                if name.split(".")[0] in ("PySide6", "PyQt5", "PyQt6", "app"):
+                if name.split(".")[0] in ("PySide6", "PyQt5", "PyQt6", "app") or name.startswith(("chunkwise.app", "..app")):
                     offenders.append(f"{path.name}: {name}")
     assert offenders == []
 
 
 def test_importing_the_engine_loads_no_qt():
-    code = "import sys, core, core.cli, core.engine; print(any(m.startswith(('PySide6','app')) for m in sys.modules))"
+    code = ("import sys, chunkwise.core, chunkwise.core.cli, chunkwise.core.engine; "
+            "print(any(m.startswith(('PySide6', 'chunkwise.app')) for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
+def test_everything_is_installed_under_one_name():
+    """pyproject.toml installs chunkwise.core and chunkwise.app, never a top-level `core` or `app`
+    that another distribution could overwrite.  Run from the checkout, where `core/` is importable
+    by accident: a module that still imported `core.x` would work here and fail in a wheel, so
+    every module is imported and no top-level `core` or `app` may appear."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:                       # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert all(name.startswith("chunkwise.") for name in setuptools["packages"])
+    code = ("import importlib, pkgutil, sys\n"
+            "import chunkwise.core, chunkwise.app\n"
+            "for pkg in (chunkwise.core, chunkwise.app):\n"
+            "    for info in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + '.'):\n"
+            "        if not info.name.endswith('__main__'):\n"
+            "            importlib.import_module(info.name)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('core', 'app')))")
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == "[]"
+
+
 def test_front_door_is_small():
-    import core
+    import chunkwise.core as core
 
     assert {"Engine", "GenerationRequest", "ChunkStore", "ChunkwiseError"} <= set(core.__all__)
     assert len(core.__all__) <= 15

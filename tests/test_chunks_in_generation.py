@@ -1,7 +1,7 @@
 """Expert injection with the paper's PII profile (appendix G.5/G.6) on the real model."""
 import pytest
 
-from core.engine import GenerationRequest
+from chunkwise.core.engine import GenerationRequest
 from tests.conftest import paper_profile, phrasings
 
 EMAIL_OPENING = "Hi Tom,\n\nThanks for getting back to me so quickly. "

@@ -21,7 +21,7 @@ def run(*args, db=None, stdin=None, env_extra=None):
     env.update(env_extra or {})
     if db is not None:
         env["CHUNKWISE_DB"] = str(db)
-    out = subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "chunkwise.core", *args], cwd=ROOT, capture_output=True, text=True,
                          input=stdin, env=env, timeout=300)
     assert "Traceback" not in out.stderr, out.stderr
     return out

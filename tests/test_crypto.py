@@ -2,9 +2,9 @@
 values sealed once more inside it; readable only in memory."""
 import pytest
 
-from core import crypto
-from core.errors import StoreError
-from core.store import ChunkStore, source_hash
+from chunkwise.core import crypto
+from chunkwise.core.errors import StoreError
+from chunkwise.core.store import ChunkStore, source_hash
 
 PHONE = "(555) 867-5309"
 
@@ -275,7 +275,7 @@ def test_values_sealed_before_places_were_bound_are_resealed_on_open(tmp_path):
 def test_a_store_keyed_with_the_older_scrypt_is_rekeyed_on_open(tmp_path, monkeypatch, make_engine):
     """Issue 12. Bugs caught: a store made with the fast N = 2^14 scrypt staying cheap to guess after
     the upgrade; re-keying that loses or garbles its sealed values, or leaves a stray copy."""
-    from core import database
+    from chunkwise.core import database
 
     path = tmp_path / "chunks.db"
     monkeypatch.setenv("CHUNKWISE_PASSPHRASE", "horse staple")

@@ -1,7 +1,7 @@
 """The decode loop's order within a step (core/decoding.py, Decoder.step): what a step commits is
 shown before its one forward pass, which only prepares the next step."""
-from core.batch_profile import BatchProfile
-from core.engine import GenerationRequest
+from chunkwise.core.batch_profile import BatchProfile
+from chunkwise.core.engine import GenerationRequest
 from tests.test_chunks_in_generation import EMAIL_OPENING
 from tests.test_drafting import QUOTE
 

@@ -1,8 +1,8 @@
 """Invented details: the shapes, the streaming guard, and the decoder that stops before one."""
 import pytest
 
-from core.details import DetailGuard, find_details
-from core.engine import GenerationRequest
+from chunkwise.core.details import DetailGuard, find_details
+from chunkwise.core.engine import GenerationRequest
 
 
 @pytest.mark.parametrize("text, shape", [
@@ -106,7 +106,7 @@ def test_nothing_runs_on_into_the_users_value_after_a_lone_period(runtime):
     """The website "https://anamarin.design" came out as "https://anamarin.design.com/" on the dev
     split: a lone "." (which may end the sentence) and then "com/" glued to it.  After the period only
     a space may follow; a period that ends the sentence, or a comma, still may."""
-    from core.decoding import DecodeSettings, Decoder, Piece
+    from chunkwise.core.decoding import DecodeSettings, Decoder, Piece
 
     def glued(*pieces: str) -> bool:
         decoder = Decoder(runtime, None, DecodeSettings())

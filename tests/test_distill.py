@@ -8,15 +8,15 @@ from email.message import EmailMessage
 import numpy as np
 import pytest
 
-from core import database
-from core.corpus import CorpusError, Document, read_corpus, read_prompts
-from core.distill import Miner, confident_spans
-from core.scoring import align_logprob
-from core.errors import ChunkwiseError
-from core.matching import DEFAULT_THRESHOLD
-from core.learning import mine
-from core.perplexity import perplexity_of
-from core.tuning import tune_threshold
+from chunkwise.core import database
+from chunkwise.core.corpus import CorpusError, Document, read_corpus, read_prompts
+from chunkwise.core.distill import Miner, confident_spans
+from chunkwise.core.scoring import align_logprob
+from chunkwise.core.errors import ChunkwiseError
+from chunkwise.core.matching import DEFAULT_THRESHOLD
+from chunkwise.core.learning import mine
+from chunkwise.core.perplexity import perplexity_of
+from chunkwise.core.tuning import tune_threshold
 
 EMAILS = [
     "Hi Sam,\n\nThank you for your email. I hope this message finds you well. Please let me know if you have "
@@ -156,7 +156,7 @@ def test_identical_chunks_share_one_entry_with_all_contexts(mined):
 
 def test_a_mined_context_brings_its_chunk_back(mined, runtime):
     """Continuing the text exactly where a chunk was mined inserts that chunk."""
-    from core.engine import GenerationRequest
+    from chunkwise.core.engine import GenerationRequest
 
     engine, _ = mined
     chunk = max(engine.store.list_chunks(kind="self"), key=lambda c: len(c.text))
@@ -172,7 +172,7 @@ def test_a_mined_context_brings_its_chunk_back(mined, runtime):
 def test_teacher_mining_with_a_second_model_file(make_engine, runtime):
     """KCD-LM: a second GGUF decides the chunks (here the same file loaded again, the only
     GGUF on this machine); with the same tokenizer its top-k probabilities are kept for PP-KD."""
-    from core.learning import load_teacher
+    from chunkwise.core.learning import load_teacher
 
     engine = make_engine()
     teacher = load_teacher(runtime.model_path)
@@ -227,7 +227,7 @@ def test_knn_lm_lowers_perplexity_on_text_of_the_corpus_domain(mined):
 
 
 def test_knn_generation_with_lambda_zero_is_plain(mined):
-    from core.engine import GenerationRequest
+    from chunkwise.core.engine import GenerationRequest
 
     engine, _ = mined
     request = GenerationRequest("Thank you for your", max_tokens=12, use_chunks=False)
@@ -262,7 +262,7 @@ def test_tuning_reports_a_grid_and_picks_its_minimum(mined):
 
 
 def run_cli(*argv):
-    from core.cli import main
+    from chunkwise.core.cli import main
 
     return main(list(argv))
 
@@ -287,14 +287,14 @@ def test_cli_mine_ppl_tune(tmp_path, capsys):
     assert run_cli("tune", str(held), "--save") == 0
     out = capsys.readouterr().out
     assert "best: threshold" in out
-    from core.settings import load_settings
+    from chunkwise.core.settings import load_settings
 
     best = float(out.split("best: threshold ")[1].split()[0])
     assert load_settings()[0].threshold == pytest.approx(best)
 
 
 def test_cli_bad_corpora_and_teacher_store_nothing(tmp_path, capsys):
-    from core.store import ChunkStore
+    from chunkwise.core.store import ChunkStore
 
     (tmp_path / "empty").mkdir()
     assert run_cli("mine", "--corpus", str(tmp_path / "empty")) == 1
@@ -330,13 +330,13 @@ def test_the_corpus_as_teacher_turns_repeated_phrases_into_chunks(make_engine):
 
 
 def test_a_single_document_teaches_nothing_beyond_the_model(make_engine):
-    from core.distill import corpus_teacher_confidence
-    from core.scoring import document_tokens, score
+    from chunkwise.core.distill import corpus_teacher_confidence
+    from chunkwise.core.scoring import document_tokens, score
 
     engine = make_engine()
     tokens, first = document_tokens(engine.runtime, Document("e", EMAILS[0]))
     scored = score(engine.runtime, tokens, first)
-    from core.knn import KnnSettings
+    from chunkwise.core.knn import KnnSettings
 
     (out,) = corpus_teacher_confidence([scored], engine.matcher.stats, KnnSettings())
     assert np.array_equal(np.isnan(out), np.isnan(scored.logprob))
@@ -346,7 +346,7 @@ def test_a_single_document_teaches_nothing_beyond_the_model(make_engine):
 def test_predicting_from_writing_before_anything_is_learned_is_plain_and_says_so(make_engine):
     """'Also predict from my writing' is on by default: before learning, the engine (not each caller)
     falls back to the model alone and says why, instead of failing the suggestion."""
-    from core import GenerationRequest
+    from chunkwise.core import GenerationRequest
 
     engine = make_engine()
     ask = dict(prompt="Hi Tom,\n\nThanks for the", max_tokens=8, use_chunks=False)

@@ -1,7 +1,7 @@
 """N-gram drafts verified in one batch (opt-in): the mechanics on the real model."""
 import pytest
-from core.drafting import DraftLength, NGramDrafter
-from core.engine import GenerationRequest
+from chunkwise.core.drafting import DraftLength, NGramDrafter
+from chunkwise.core.engine import GenerationRequest
 
 QUOTE = """Subject: Re: Offsite planning
 
@@ -66,7 +66,7 @@ def test_drafting_is_lossless_on_this_build(make_engine, monkeypatch):
     """Greedy output with drafts on is plain greedy output, token for token, whatever the build:
     drafts never exceed the batch size this build decodes exactly.  Drafts must really be made and
     checked (costs pinned to an idle machine's, as below), or the equality says nothing."""
-    from core.batch_profile import BatchProfile
+    from chunkwise.core.batch_profile import BatchProfile
     from tests.test_generation import PROMPTS
 
     engine = make_engine()
@@ -90,7 +90,7 @@ def test_drafting_saves_forward_passes_on_quoted_text(make_engine, monkeypatch):
     Whether a draft pays is judged from batch costs timed once per runtime, under whatever load
     the machine had then (in a full run, once made drafting look unprofitable: no draft at all).
     The mechanics are the subject here, so the costs are pinned to an idle machine's."""
-    from core.batch_profile import BatchProfile
+    from chunkwise.core.batch_profile import BatchProfile
 
     engine = make_engine()
     exact = engine.runtime.batch_profile().exact

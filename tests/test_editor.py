@@ -10,9 +10,9 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QTextCursor  # noqa: E402
 
-from app.settings import Settings, load_settings, save_settings  # noqa: E402
-from app.window import ComposeWindow, body_prompt  # noqa: E402
-from core import ChunkStore, Piece  # noqa: E402
+from chunkwise.app.settings import Settings, load_settings, save_settings  # noqa: E402
+from chunkwise.app.window import ComposeWindow, body_prompt  # noqa: E402
+from chunkwise.core import ChunkStore, Piece  # noqa: E402
 from tests.conftest import paper_profile  # noqa: E402
 
 WAIT = 60_000
@@ -160,7 +160,7 @@ def test_each_user_action_on_a_suggestion_says_one_thing_once(qtbot):
     """A key that is not the suggestion used to cancel twice (``interrupted``, then ``edited`` from the
     document); now: a text change says ``edited`` once, a drop without a change ``interrupted`` once,
     and typing the suggestion's own characters says nothing."""
-    from app.ghost import GhostTextEdit
+    from chunkwise.app.ghost import GhostTextEdit
 
     editor = GhostTextEdit()
     qtbot.addWidget(editor)
@@ -201,7 +201,7 @@ def test_each_user_action_on_a_suggestion_says_one_thing_once(qtbot):
 
 
 def test_slider_changes_the_engines_threshold(qtbot, make_window):
-    from app.settings_dialog import SettingsDialog
+    from chunkwise.app.settings_dialog import SettingsDialog
 
     w = make_window()
     dialog = SettingsDialog(w, w.settings)
@@ -221,7 +221,7 @@ def answer(qtbot, dialog, what, action):
 
 
 def test_library_round_trip(qtbot, make_window, tmp_path):
-    from app.library import LibraryDialog
+    from chunkwise.app.library import LibraryDialog
 
     w = make_window()
     dialog = LibraryDialog(w)
@@ -327,7 +327,7 @@ def test_default_store_location_is_used_when_none_is_set(qtbot, tmp_path):
 def test_emails_in_progress_are_autosaved_restored_and_closing_asks(qtbot, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QMessageBox
 
-    from app.autosave import AutosaveFile
+    from chunkwise.app.autosave import AutosaveFile
 
     autosave = AutosaveFile(tmp_path / "draft.json")
     w = ComposeWindow(Settings(debounce_ms=50), tmp_path / "settings.json", start_worker=False, autosave_file=autosave)
@@ -357,7 +357,7 @@ def test_learning_from_writing_and_tuning_from_settings(qtbot, make_window, tmp_
     values and asks before an extreme one."""
     from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-    from app.settings_dialog import SettingsDialog
+    from chunkwise.app.settings_dialog import SettingsDialog
     from tests.test_distill import EMAILS
 
     w = make_window()
@@ -423,7 +423,7 @@ def test_learning_from_a_bad_file_changes_nothing(qtbot, make_window, tmp_path, 
 def test_editing_the_library_while_a_suggestion_streams(qtbot, make_window):
     """Deleting the very chunk being suggested, mid-generation: no crash, no torn ghost text,
     and once the worker has refreshed, the deleted chunk is never suggested again."""
-    from app.library import LibraryDialog
+    from chunkwise.app.library import LibraryDialog
 
     w = make_window(with_pii=True, max_tokens=40)
     body = w.body_edit
@@ -461,7 +461,7 @@ def test_learning_while_writing_from_the_editor(qtbot, make_window, monkeypatch)
     Tools → What Chunkwise learned… lists nothing or cannot remove; Forget does not forget."""
     from PySide6.QtWidgets import QMessageBox
 
-    import app.library as library
+    import chunkwise.app.library as library
 
     w = make_window(with_pii=True)
     body = w.body_edit
@@ -563,7 +563,7 @@ def test_a_new_suggestion_follows_an_accepted_one(qtbot, make_window):
 
 def test_settings_list_which_phrase_of_the_draft_takes_which_chunk(qtbot, make_window):
     """Issue 10.6: the settings plot showed a count; it now lists the draft's phrases and their chunks."""
-    from app.settings_dialog import SettingsDialog
+    from chunkwise.app.settings_dialog import SettingsDialog
 
     w = make_window(with_pii=True)
     w.body_edit.setPlainText("Hi Tom,\n\nThanks for the update. If anything comes up, please give me a call at")
@@ -601,7 +601,7 @@ def test_add_selection_as_snippet_prefills_its_context_and_cancel_adds_nothing(q
     from PySide6.QtGui import QTextCursor
     from PySide6.QtWidgets import QDialog
 
-    import app.library as library
+    import chunkwise.app.library as library
 
     w = make_window()
     text = "Thanks for the call. Let me know if you need anything else. Kind regards"
@@ -640,8 +640,8 @@ def test_a_locked_library_leaves_the_model_running_and_unlocks_without_a_restart
     went into a throwaway store; unlocking needed a restart."""
     from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
 
-    from app.library import LibraryDialog
-    from core import crypto
+    from chunkwise.app.library import LibraryDialog
+    from chunkwise.core import crypto
 
     db = tmp_path / "sealed.db"
     with ChunkStore(db) as store:                        # sealed with conftest's passphrase
@@ -751,7 +751,7 @@ def test_alt_brackets_cycle_other_suggestions_and_tab_takes_the_one_shown(qtbot,
 def test_suggestions_end_at_a_natural_end_unless_turned_off_in_settings(qtbot, make_window):
     """Off in Settings (the default): the suggestion runs on; on: the same words, ended after a sentence
     or before a word the model doubts."""
-    from app.settings_dialog import SettingsDialog
+    from chunkwise.app.settings_dialog import SettingsDialog
 
     w = make_window()
 
@@ -798,7 +798,7 @@ def test_closing_the_window_during_a_long_job_ends_the_model_thread_within_a_sec
     """Issues 12 and 13. Bug caught: closing the window blocked the GUI thread until the running job
     ended (tuning, loading and the threshold profile could not be cancelled, and the stop waited
     without a limit); a job cut short leaving half its work in the store."""
-    from app.settings_dialog import SettingsDialog
+    from chunkwise.app.settings_dialog import SettingsDialog
 
     mails = sent_mails(tmp_path)
     w = make_window(with_pii=True)
@@ -829,7 +829,7 @@ def test_closing_the_window_during_a_long_job_ends_the_model_thread_within_a_sec
 def test_an_empty_library_says_how_to_add_a_first_entry(qtbot, make_window):
     """Issue 14.14. Bug caught: a first start showed an empty table with no word on what to do;
     the hint must also go once there is an entry, and not claim emptiness for a search with no hits."""
-    from app.library import LibraryDialog
+    from chunkwise.app.library import LibraryDialog
 
     w = make_window()
     dialog = LibraryDialog(w)
@@ -849,7 +849,7 @@ def test_the_library_answers_and_edits_while_learning_runs(qtbot, make_window, t
     """Issue 12 (one lane). Bug caught: the library opened its own connection, so an edit made while
     Learn from my writing ran waited 5 s and failed with "locked by another Chunkwise instance";
     or, with one lane, it would wait for the whole learning run."""
-    from app.library import LibraryDialog
+    from chunkwise.app.library import LibraryDialog
 
     w = make_window(with_pii=True)
     mails = sent_mails(tmp_path)
@@ -873,7 +873,7 @@ def test_the_library_answers_and_edits_while_learning_runs(qtbot, make_window, t
 def test_ghost_text_is_drawn_where_accepting_puts_it(qtbot):
     """Qt's own layout places the ghost text (tabs, wrapping, fonts): a chunk's highlight sits where its
     text lands when accepted, past a tab and on a wrapped line alike."""
-    from app.ghost import GhostTextEdit
+    from chunkwise.app.ghost import GhostTextEdit
 
     editor = GhostTextEdit()
     qtbot.addWidget(editor)

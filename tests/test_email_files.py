@@ -12,10 +12,10 @@ from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QGuiApplication  # noqa: E402
 from PySide6.QtWidgets import QFileDialog, QMessageBox  # noqa: E402
 
-from app.autosave import AutosaveFile, AutosaveFolder  # noqa: E402
-from core import Piece  # noqa: E402
-from app.settings import Settings  # noqa: E402
-from app.window import ComposeWindow  # noqa: E402
+from chunkwise.app.autosave import AutosaveFile, AutosaveFolder  # noqa: E402
+from chunkwise.core import Piece  # noqa: E402
+from chunkwise.app.settings import Settings  # noqa: E402
+from chunkwise.app.window import ComposeWindow  # noqa: E402
 
 
 def action(window, menu_title: str, text: str):
@@ -180,7 +180,7 @@ def test_edit_menu_acts_on_the_field_with_the_focus_and_help_explains(qtbot, win
 def test_an_autosave_from_an_older_chunkwise_is_adopted(qtbot, tmp_path, monkeypatch):
     """The single draft.json an older Chunkwise kept beside the library is found by the autosave folder,
     which keeps the names already on users' disks (drafts/draft-*.json)."""
-    from core.paths import data_dir
+    from chunkwise.core.paths import data_dir
 
     legacy = data_dir() / "draft.json"
     legacy.parent.mkdir(parents=True, exist_ok=True)
@@ -199,7 +199,7 @@ def test_ghost_and_library_colours_follow_a_dark_theme(qtbot, window, monkeypatc
     from PySide6.QtGui import QPalette, QTextCursor
     from PySide6.QtWidgets import QApplication
 
-    from app.theme import apply_desktop_theme, contrast, dark_palette
+    from chunkwise.app.theme import apply_desktop_theme, contrast, dark_palette
 
     w = window()
     body = w.body_edit
@@ -247,7 +247,7 @@ def test_spelling_is_underlined_corrected_and_learned(qtbot, window):
     file others can read), the View toggle not removing the underlines."""
     from PySide6.QtGui import QTextCharFormat, QTextCursor
 
-    from app.spelling import default_words_file
+    from chunkwise.app.spelling import default_words_file
 
     w = window()
     body = w.body_edit

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import encoding
-from core.decoding import DecodeSettings, Decoder
-from core.drafting import NGramDrafter
-from core.encoding import Encoder, local_mean, local_means, local_rows
-from core.store import PendingEncoding
+from chunkwise.core import encoding
+from chunkwise.core.decoding import DecodeSettings, Decoder
+from chunkwise.core.drafting import NGramDrafter
+from chunkwise.core.encoding import Encoder, local_mean, local_means, local_rows
+from chunkwise.core.store import PendingEncoding
 
 ROOT = Path(__file__).resolve().parents[1]
 WINDOWS = [1, 3, 5]

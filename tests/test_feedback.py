@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from core import GenerationRequest
-from core.feedback import typed_values
-from core.store import DISMISSED, LEARNED, SCHEMA_VERSION, ChunkStore
+from chunkwise.core import GenerationRequest
+from chunkwise.core.feedback import typed_values
+from chunkwise.core.store import DISMISSED, LEARNED, SCHEMA_VERSION, ChunkStore
 
 PHONE = "+44 20 7946 0321"
 EMAIL = "mara@nordhavn.co.uk"

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from core.errors import ChunkwiseError, ImportFormatError
-from core.portable import import_file
-from core.store import ChunkStore
+from chunkwise.core.errors import ChunkwiseError, ImportFormatError
+from chunkwise.core.portable import import_file
+from chunkwise.core.store import ChunkStore
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -95,7 +95,7 @@ def watch(event, args):   # installed before anything else is imported: model lo
         attempts.append(event)
 
 sys.addaudithook(watch)
-from core.cli import main
+from chunkwise.core.cli import main
 codes = [main(["chunks", "add", "--kind", "pii", "--label", "phone", "--text", "(555) 123-4567",
                "--context", "You can call me at"]),
          main(["mine", "--corpus", sys.argv[1]]),
@@ -143,7 +143,7 @@ def test_command_line_arguments(argv):
     import contextlib
     import io
 
-    from core.cli import main
+    from chunkwise.core.cli import main
 
     if "generate" in argv or "mine" in argv or "ppl" in argv or "tune" in argv or "encode" in argv:
         argv = [a for a in argv if a not in ("generate", "mine", "ppl", "tune", "encode")]   # no model here

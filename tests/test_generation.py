@@ -1,8 +1,8 @@
 """Plain decoding against llama-cpp-python's own, and the loop's contracts."""
 import pytest
 
-from core.engine import GenerationRequest
-from core.errors import ChunkwiseError
+from chunkwise.core.engine import GenerationRequest
+from chunkwise.core.errors import ChunkwiseError
 
 PROMPTS = [
     "Dear Mr. Patel,\n\nThank you for your email about the",
@@ -15,7 +15,7 @@ PROMPTS = [
 def reference_llm():
     from llama_cpp import Llama
 
-    from core.paths import bundled_model_path
+    from chunkwise.core.paths import bundled_model_path
 
     llm = Llama(model_path=str(bundled_model_path()), n_ctx=2048, n_threads=2, verbose=False, seed=0)
     yield llm
@@ -185,8 +185,8 @@ def test_a_natural_end_never_cuts_an_inserted_value(pii_engine):
 def test_building_a_decoder_leaves_the_runtime_alone():
     """Constructors do no work: the batch profile drafting needs (its first measure clears the KV
     cache) is read when the decoder runs, not when it is built."""
-    from core.decoding import DecodeSettings, Decoder
-    from core.drafting import NGramDrafter
+    from chunkwise.core.decoding import DecodeSettings, Decoder
+    from chunkwise.core.drafting import NGramDrafter
 
     class Untouchable:
         def __getattr__(self, name):
@@ -196,8 +196,8 @@ def test_building_a_decoder_leaves_the_runtime_alone():
 
 
 def test_drafting_measures_the_batch_profile_when_the_decoder_runs(make_engine, monkeypatch):
-    from core.decoding import DecodeSettings, Decoder
-    from core.drafting import NGramDrafter
+    from chunkwise.core.decoding import DecodeSettings, Decoder
+    from chunkwise.core.drafting import NGramDrafter
 
     rt = make_engine().runtime
     tokens = rt.tokenize(PROMPTS[0])

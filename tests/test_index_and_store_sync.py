@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from core.crypto import StoreKey
-from core.index import VectorIndex, data_files, index_files
-from core.store import ChunkStore
+from chunkwise.core.crypto import StoreKey
+from chunkwise.core.index import VectorIndex, data_files, index_files
+from chunkwise.core.store import ChunkStore
 from tests.conftest import paper_profile
 from tests.test_privacy_at_rest import holds_vector
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from core.store import ChunkStore
+from chunkwise.core.store import ChunkStore
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(os.name != "posix", reason="SIGKILL")]
@@ -52,7 +52,7 @@ def test_kill_during_import_keeps_all_or_nothing(tmp_path):
     (tmp_path / "big.json").write_text(json.dumps(records), encoding="utf-8")
     run_until_marker(f"""
         import time
-        from core import store as s
+        from chunkwise.core import store as s
         original, calls = s.ChunkStore._insert, [0]
         def slow_insert(self, *a):
             calls[0] += 1
@@ -61,13 +61,13 @@ def test_kill_during_import_keeps_all_or_nothing(tmp_path):
                 time.sleep(60)
             return original(self, *a)
         s.ChunkStore._insert = slow_insert
-        from core.cli import main
+        from chunkwise.core.cli import main
         main(["chunks", "import", "big.json", "--db", {str(db)!r}])
     """, tmp_path)
     with ChunkStore(db) as store:
         assert store.count() == (1, 1)                 # none of the import; the old chunk intact
         assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    from core.portable import import_file
+    from chunkwise.core.portable import import_file
 
     with ChunkStore(db) as store:                      # and the same import now goes through whole
         assert len(import_file(store, tmp_path / "big.json")) == 5000
@@ -84,21 +84,21 @@ def test_kill_during_mining_keeps_all_or_nothing(tmp_path):
         (corpus / f"{i}.txt").write_text(text, encoding="utf-8")
     run_until_marker(f"""
         import time
-        from core import store as s
+        from chunkwise.core import store as s
         original = s.ChunkStore._insert_knn
         def slow(self, *a):                             # chunks written, kNN rows next: same transaction
             print("KILL-ME", flush=True)
             time.sleep(60)
             return original(self, *a)
         s.ChunkStore._insert_knn = slow
-        from core.cli import main
+        from chunkwise.core.cli import main
         main(["mine", "--corpus", "sent", "--gamma", "0.5", "--knn", "--db", {str(db)!r}])
     """, tmp_path)
     with ChunkStore(db) as store:
         assert store.count() == (0, 0)
         assert store.db.execute("SELECT count(*) FROM knn_entries").fetchone()[0] == 0
         assert store.db.execute("SELECT count(*) FROM encodings").fetchone()[0] == 0
-    from core.cli import main
+    from chunkwise.core.cli import main
 
     assert main(["mine", "--corpus", str(corpus), "--gamma", "0.5", "--knn", "--db", str(db)]) == 0
     with ChunkStore(db) as store:
@@ -109,7 +109,7 @@ def test_kill_during_index_save_is_repaired_on_start(tmp_path, make_engine):
     """Killed between writing a save's data file and its manifest, after a chunk was deleted: the
     next start must load the previous save whole and repair it (format 1 loaded the new data with
     the old sidecar: the deleted chunk's labels raised 'already deleted' or never matched)."""
-    from core import GenerationRequest
+    from chunkwise.core import GenerationRequest
     from tests.conftest import paper_profile
 
     db = tmp_path / "chunks.db"
@@ -121,7 +121,7 @@ def test_kill_during_index_save_is_repaired_on_start(tmp_path, make_engine):
     first.store.close()
     run_until_marker(f"""
         import os, time
-        from core import ChunkStore
+        from chunkwise.core import ChunkStore
         original = os.replace
         def replace_then_die(src, dst):
             if str(dst).endswith(".hnsw"):
@@ -129,7 +129,7 @@ def test_kill_during_index_save_is_repaired_on_start(tmp_path, make_engine):
                 time.sleep(60)
             return original(src, dst)
         os.replace = replace_then_die
-        from core import Engine
+        from chunkwise.core import Engine
         store = ChunkStore({str(db)!r})
         (email,) = [c for c in store.list_chunks() if c.label == "email"]
         store.remove_chunk(email.id)
@@ -144,7 +144,7 @@ def test_kill_during_index_save_is_repaired_on_start(tmp_path, make_engine):
     out = engine.generate(GenerationRequest("Hi Tom,\n\nPlease give me a call at", max_tokens=12))
     assert out.spans and out.spans[0].kind == "pii"
     engine.refresh()                                         # saved again: one data file is left
-    from core.index import data_files
+    from chunkwise.core.index import data_files
     assert len(data_files(engine.index_path)) == 1
 
 
@@ -152,11 +152,11 @@ def test_kill_during_a_migration_leaves_a_store_that_opens(tmp_path):
     """A store one schema version behind is opened by a Chunkwise killed between the two statements
     of the last migration.  Without a transaction around each step the first ALTER TABLE stayed,
     the version did not, and every later open failed ('duplicate column name: origin')."""
-    from core import store as s
+    from chunkwise.core import store as s
 
     db = tmp_path / "old.db"
     run_until_marker(f"""
-        from core import store as s
+        from chunkwise.core import store as s
         s.SCHEMA_VERSION, s.MIGRATIONS = 4, s.MIGRATIONS[:4]
         s.ChunkStore({str(db)!r}).add_chunk("+44 7700 900123", "pii", ["Call me on"], label="phone")
         print("CREATED", flush=True)
@@ -193,8 +193,8 @@ def test_kill_during_a_library_edit_made_while_mining(tmp_path, kill_in):
         phone = store.add_chunk("(555) 123-4567", "pii", ["Call me at"], label="phone")
     run_until_marker(f"""
         import time
-        from core import store as s
-        from app.worker import ModelWorker
+        from chunkwise.core import store as s
+        from chunkwise.app.worker import ModelWorker
 
         def die(*a, **k):
             print("KILL-ME", flush=True)
@@ -240,7 +240,7 @@ def test_kill_while_rekeying_an_older_store_leaves_it_whole(tmp_path, monkeypatc
     """Issue 12 (older stores migrate on open, all or nothing): killed with the re-keyed copy written
     but not yet renamed over the store, the old store still opens with its passphrase, whole, and
     is re-keyed on that open."""
-    from core import crypto, database
+    from chunkwise.core import crypto, database
 
     db = tmp_path / "chunks.db"
     with monkeypatch.context() as patched:
@@ -249,12 +249,12 @@ def test_kill_while_rekeying_an_older_store_leaves_it_whole(tmp_path, monkeypatc
             phone = store.add_chunk("(555) 123-4567", "pii", ["Call me at"], label="phone")
     run_until_marker("""
         import os, time
-        from core import database
+        from chunkwise.core import database
         def replace_later(*a):
             print("KILL-ME", flush=True)
             time.sleep(60)
         database.os.replace = replace_later
-        from core.store import ChunkStore
+        from chunkwise.core.store import ChunkStore
         ChunkStore(%r)
     """ % str(db), tmp_path)
     salt = db.read_bytes()[:16]

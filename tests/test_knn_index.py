@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-import core.knn as knn_module
-from core.corpus import Document
-from core.learning import mine
-from core.store import ChunkStore
+import chunkwise.core.knn as knn_module
+from chunkwise.core.corpus import Document
+from chunkwise.core.learning import mine
+from chunkwise.core.store import ChunkStore
 from test_distill import EMAILS
 from test_privacy_at_rest import holds_vector
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from conftest import paper_profile, phrasings
-from core.encoding import local_mean
-from core.matching import ChunkMatcher
-from core.store import DISMISSED, LEARNED
+from chunkwise.core.encoding import local_mean
+from chunkwise.core.matching import ChunkMatcher
+from chunkwise.core.store import DISMISSED, LEARNED
 from test_editor import WAIT, answer, make_window, type_text  # noqa: F401  (make_window: a fixture)
 
 PROBES = [
@@ -105,7 +105,7 @@ def test_an_edit_before_matching_was_loaded_loads_it_whole(make_engine):
 
 def test_a_chunk_added_in_the_library_is_the_next_suggestion(qtbot, make_window):
     """Through the editor: the dialog's add reaches matching (in place) before the next suggestion."""
-    from app.library import LibraryDialog
+    from chunkwise.app.library import LibraryDialog
 
     w = make_window()
     dialog = LibraryDialog(w)

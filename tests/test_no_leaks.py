@@ -72,10 +72,10 @@ def test_command_line_outputs_and_errors(secret_store, tmp_path):
 
 
 def test_python_logs_during_a_session(make_engine, caplog):
-    from core import GenerationRequest
-    from core.corpus import Document
-    from core.learning import mine
-    from core.perplexity import perplexity_of
+    from chunkwise.core import GenerationRequest
+    from chunkwise.core.corpus import Document
+    from chunkwise.core.learning import mine
+    from chunkwise.core.perplexity import perplexity_of
 
     caplog.set_level(logging.DEBUG)
     engine = make_engine()
@@ -90,7 +90,7 @@ def test_python_logs_during_a_session(make_engine, caplog):
 
 def test_worker_failures_and_crash_reports_name_no_text(capsys):
     """An exception whose message quotes the user's text is reported by type and place only."""
-    from app.main import crash_report
+    from chunkwise.app.main import crash_report
 
     try:
         raise ValueError(f"could not parse {SECRET_DRAFT}")
@@ -100,7 +100,7 @@ def test_worker_failures_and_crash_reports_name_no_text(capsys):
     no_secret(report)
 
     pytest.importorskip("PySide6")
-    from app.worker import _log_failure
+    from chunkwise.app.worker import _log_failure
 
     records = []
     handler = logging.Handler()
@@ -120,25 +120,25 @@ def test_worker_failures_and_crash_reports_name_no_text(capsys):
 def test_internal_errors_name_no_text(monkeypatch, capsys, tmp_path):
     """The last lines of defence (the command line's and the editor worker's load) report an
     exception whose message quotes the user's text by type and place only."""
-    import core.cli
+    from chunkwise.core import cli as core_cli
 
     def boom(args):
         raise ValueError(f"could not parse {SECRET_DRAFT}")
 
-    monkeypatch.setattr(core.cli, "cmd_chunks_list", boom)
-    assert core.cli.main(["--db", str(tmp_path / "c.db"), "chunks", "list"]) == 1
+    monkeypatch.setattr(core_cli, "cmd_chunks_list", boom)
+    assert core_cli.main(["--db", str(tmp_path / "c.db"), "chunks", "list"]) == 1
     err = capsys.readouterr().err
     assert "internal error: ValueError at test_no_leaks.py:" in err
     no_secret(err)
 
     pytest.importorskip("PySide6")
-    import app.worker
+    from chunkwise.app import worker as app_worker
 
     def engine_that_fails(*args, **kwargs):
         raise RuntimeError(f"model said {SECRET}")
 
-    monkeypatch.setattr(app.worker, "Engine", engine_that_fails)
-    worker, messages = app.worker.ModelWorker(), []
+    monkeypatch.setattr(app_worker, "Engine", engine_that_fails)
+    worker, messages = app_worker.ModelWorker(), []
     worker.load_failed.connect(messages.append)
     worker.load({"db_path": str(tmp_path / "w.db")})
     assert messages and "RuntimeError" in messages[0]

@@ -5,10 +5,10 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication, QInputDialog, QLineEdit, QMessageBox  # noqa: E402
 
-from app.passphrase import ask_passphrase  # noqa: E402
-from core import crypto  # noqa: E402
-from core.errors import StoreError  # noqa: E402
-from core.store import ChunkStore  # noqa: E402
+from chunkwise.app.passphrase import ask_passphrase  # noqa: E402
+from chunkwise.core import crypto  # noqa: E402
+from chunkwise.core.errors import StoreError  # noqa: E402
+from chunkwise.core.store import ChunkStore  # noqa: E402
 
 
 @pytest.fixture
@@ -84,8 +84,8 @@ def test_the_terminal_asks_as_the_dialog_does(monkeypatch):
     with the dialog's words; two that differ change nothing."""
     import getpass
 
-    from core import ChunkwiseError
-    from core.cli import _ask_passphrase
+    from chunkwise.core import ChunkwiseError
+    from chunkwise.core.cli import _ask_passphrase
 
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
     asked, answers = [], iter(["horse staple", "horse stapel"])

@@ -5,8 +5,8 @@ import stat
 
 import pytest
 
-from core import paths
-from core.paths import atomic_replace, atomic_write
+from chunkwise.core import paths
+from chunkwise.core.paths import atomic_replace, atomic_write
 
 
 def _leftovers(folder, keep):

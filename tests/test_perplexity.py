@@ -6,7 +6,7 @@ import random
 import numpy as np
 import pytest
 
-from core.perplexity import cdlm_log_prob
+from chunkwise.core.perplexity import cdlm_log_prob
 
 A, B, C, D, E = 1, 2, 3, 4, 5
 

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from core.errors import ImportFormatError
-from core.portable import export_file, import_file, read_records
-from core.store import ChunkStore
+from chunkwise.core.errors import ImportFormatError
+from chunkwise.core.portable import export_file, import_file, read_records
+from chunkwise.core.store import ChunkStore
 
 TRICKY = [
     {"text": "Line one\r\nline two\nthree", "kind": "snippet", "label": "crlf", "contexts": ["Sign-off:\n"]},
@@ -20,7 +20,7 @@ def test_round_trip_is_exact(store, tmp_path, ext):
         store.add_chunk(rec["text"], rec["kind"], rec["contexts"], label=rec["label"])
     path = tmp_path / f"lib.{ext}"
     assert export_file(store, path, include_pii=True) == len(TRICKY)
-    from core.store import ChunkStore
+    from chunkwise.core.store import ChunkStore
 
     other = ChunkStore(":memory:")
     import_file(other, path)
@@ -32,8 +32,8 @@ def test_round_trip_is_exact(store, tmp_path, ext):
 
 
 def test_export_masks_pii_unless_asked_and_a_masked_file_does_not_import(store, tmp_path):
-    from core.errors import ImportFormatError
-    from core.portable import MASKED_TEXT
+    from chunkwise.core.errors import ImportFormatError
+    from chunkwise.core.portable import MASKED_TEXT
 
     store.add_chunk("(555) 123-4567", "pii", ["Call me at"], label="phone")
     store.add_chunk("Kind regards,", "snippet", ["Thanks again."])

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from core.corpus import Document
-from core.learning import mine
-from core.store import ChunkStore
+from chunkwise.core.corpus import Document
+from chunkwise.core.learning import mine
+from chunkwise.core.store import ChunkStore
 
 PHONE = "+44 7700 900417"
 EMAILS = [

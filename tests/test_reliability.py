@@ -4,9 +4,9 @@ import struct
 
 import pytest
 
-from core import ChunkStore, Engine, GenerationRequest
-from core.errors import ChunkwiseError, ModelError
-from core.llama_runtime import LlamaRuntime
+from chunkwise.core import ChunkStore, Engine, GenerationRequest
+from chunkwise.core.errors import ChunkwiseError, ModelError
+from chunkwise.core.llama_runtime import LlamaRuntime
 from tests.conftest import paper_profile
 
 

@@ -13,8 +13,8 @@ import pytest
 from PySide6.QtCore import QSize
 from PySide6.QtGui import QGuiApplication, QIcon, QImage
 
-from app import resources
-from app.resources import ICON_NAME, ICON_SIZES, app_icon, apply_resources, icon_png, resource_path, stylesheet
+from chunkwise.app import resources
+from chunkwise.app.resources import ICON_NAME, ICON_SIZES, app_icon, apply_resources, icon_png, resource_path, stylesheet
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,7 +114,7 @@ def test_an_installed_copy_is_looked_up_first(tmp_path, monkeypatch):
 
 def test_run_app_sets_the_icon_the_stylesheet_and_the_desktop_entry_name(app_state, monkeypatch):
     """run_app's own code, with the window, the passphrase prompt and the event loop left out."""
-    from app import main
+    from chunkwise.app import main
 
     shown = []
 
@@ -129,11 +129,11 @@ def test_run_app_sets_the_icon_the_stylesheet_and_the_desktop_entry_name(app_sta
             pass
 
     fakes = {
-        "app.passphrase": types.SimpleNamespace(ask_passphrase=lambda **_: True),
-        "app.settings": types.SimpleNamespace(load_settings=lambda: (types.SimpleNamespace(store_path=lambda: None), []),
+        "chunkwise.app.passphrase": types.SimpleNamespace(ask_passphrase=lambda **_: True),
+        "chunkwise.app.settings": types.SimpleNamespace(load_settings=lambda: (types.SimpleNamespace(store_path=lambda: None), []),
                                               settings_path=lambda: None),
-        "app.window": types.SimpleNamespace(ComposeWindow=FakeWindow),
-        "app.worker": types.SimpleNamespace(finish_worker_threads=lambda: None),
+        "chunkwise.app.window": types.SimpleNamespace(ComposeWindow=FakeWindow),
+        "chunkwise.app.worker": types.SimpleNamespace(finish_worker_threads=lambda: None),
     }
     for name, module in fakes.items():
         monkeypatch.setitem(sys.modules, name, module)
@@ -188,7 +188,7 @@ def test_a_wheel_carries_every_file_in_resources():
     """`pip install .` copies only what pyproject.toml names: every file under resources/ must be."""
     setuptools = _pyproject()["tool"]["setuptools"]
     package = next(name for name, folder in setuptools["package-dir"].items() if folder == "resources")
-    assert package == "app._resources"            # where app/resources.py looks in an installed copy
+    assert package == "chunkwise.app._resources"            # where app/resources.py looks in an installed copy
     assert resources._PLACES[0] == Path(resources.__file__).resolve().parent / "_resources"
     assert package in setuptools["packages"]
     folder = ROOT / "resources"

@@ -2,15 +2,15 @@
 import numpy as np
 import pytest
 
-from core.errors import ModelError
-from core.llama_runtime import BATCH_TOLERANCE, LlamaRuntime, check_gguf
+from chunkwise.core.errors import ModelError
+from chunkwise.core.llama_runtime import BATCH_TOLERANCE, LlamaRuntime, check_gguf
 
 
 @pytest.fixture(scope="module")
 def reference_tokenizer():
     from llama_cpp import Llama
 
-    from core.paths import bundled_model_path
+    from chunkwise.core.paths import bundled_model_path
 
     return Llama(model_path=str(bundled_model_path()), vocab_only=True, verbose=False)
 
@@ -120,7 +120,7 @@ def test_bad_model_files_get_clear_messages(tmp_path):
 
 
 def test_truncated_gguf_does_not_crash(tmp_path):
-    from core.paths import bundled_model_path
+    from chunkwise.core.paths import bundled_model_path
 
     cut = tmp_path / "cut.gguf"
     with open(bundled_model_path(), "rb") as src:
@@ -132,7 +132,7 @@ def test_truncated_gguf_does_not_crash(tmp_path):
 def test_memory_check_counts_page_cache_as_available(tmp_path):
     """A machine with most memory in page cache has little *free* but plenty *available*: the
     context-size check read free pages and refused contexts that fit."""
-    from core.memory_budget import available_memory
+    from chunkwise.core.memory_budget import available_memory
 
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       24000000 kB\nMemFree:          300000 kB\n"
@@ -142,8 +142,8 @@ def test_memory_check_counts_page_cache_as_available(tmp_path):
 
 
 def test_a_context_too_large_for_memory_is_refused_before_llama_cpp_tries(monkeypatch):
-    from core import memory_budget
-    from core.errors import ModelError
+    from chunkwise.core import memory_budget
+    from chunkwise.core.errors import ModelError
 
     need = memory_budget.kv_cache_bytes(n_layer=30, n_embd=576, n_head=9, n_head_kv=3, n_ctx=2048)
     monkeypatch.setattr(memory_budget, "available_memory", lambda: int(need / memory_budget.HEADROOM))

@@ -1,6 +1,6 @@
 import numpy as np
 
-from core.sampling import Sampler, StopMatcher, Utf8Stream, log_softmax
+from chunkwise.core.sampling import Sampler, StopMatcher, Utf8Stream, log_softmax
 
 
 def test_greedy_is_argmax():
@@ -58,7 +58,7 @@ def test_knn_weight_falls_off_with_the_distance_to_the_nearest_stored_context():
     """Bug caught: a fixed lambda replays old emails where no stored context is near (stale specifics)."""
     import numpy as np
 
-    from core.knn import KnnSettings, mix
+    from chunkwise.core.knn import KnnSettings, mix
 
     p_lm = np.array([0.6, 0.4, 0.0])
     values = np.array([2, 2])
@@ -73,7 +73,7 @@ def test_knn_weight_falls_off_with_the_distance_to_the_nearest_stored_context():
 
 def test_a_stop_that_is_a_line_break_counts_from_the_first_character():
     """Review finding: a subject suggestion opened with "\n" and showed the body's first line."""
-    from core.sampling import StopMatcher
+    from chunkwise.core.sampling import StopMatcher
 
     m = StopMatcher(["\n"], lead=False)
     assert m.feed("\n") == ("", True)

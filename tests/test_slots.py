@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from core import whose
-from core import ChunkStore, Engine, GenerationRequest
-from core import slots
-from core.encoding import ModelStats
+from chunkwise.core import whose
+from chunkwise.core import ChunkStore, Engine, GenerationRequest
+from chunkwise.core import slots
+from chunkwise.core.encoding import ModelStats
 from tests.conftest import paper_profile
 
 
@@ -141,7 +141,7 @@ def test_a_trained_classifier_is_kept_in_the_store(tmp_path, runtime, monkeypatc
     monkeypatch.setattr(slots, "training_items", lambda: [("My phone number is", "phone"), ("Email me at", "email"),
                                                           ("Her number is", "third_party"), ("I hope", "none")])
     monkeypatch.setattr(slots, "train", lambda *a, **k: calls.append(1) or real_train(*a, **k))
-    import core.engine as engine_module
+    import chunkwise.core.engine as engine_module
     monkeypatch.setattr(engine_module, "_slots_cache", {})
     db = tmp_path / "c.db"
     first = Engine(runtime=runtime, store=ChunkStore(db))
@@ -168,7 +168,7 @@ def test_model_measured_for_another_store_is_kept_in_this_one(tmp_path, runtime,
     stand-in) came from the process cache and were never written to the library opened after the
     unlock, so every later start measured the model again (8-9 s here).  A model with nothing
     shipped (any model but the bundled one) is what takes this path."""
-    from core import engine as engine_module
+    from chunkwise.core import engine as engine_module
 
     monkeypatch.setattr(ModelStats, "shipped", classmethod(lambda cls, identity: None))
     monkeypatch.setattr(engine_module, "_stats_cache", {})
@@ -186,7 +186,7 @@ def test_a_first_start_with_the_bundled_model_measures_nothing(tmp_path, runtime
     without the 8-9 s "Measuring the model".  Bugs caught: the file not shipped or not packaged,
     shipped for another background text (then silently ignored), or stale against what the
     model measures now (the classifier and the thresholds would then read other vectors)."""
-    from core import engine as engine_module
+    from chunkwise.core import engine as engine_module
 
     shipped = ModelStats.shipped(runtime.identity)
     assert shipped is not None, "run tools/train_slots.py --only stats"
@@ -211,7 +211,7 @@ def test_a_detail_ruled_out_by_whose_it_is_leaves_the_place_to_a_mined_phrase(ma
     user's mail for that very place never came (bench/keystrokes.py: chunks' share of accepted
     characters fell from 67% to 51% on dev when typed chunks fired more often).  Checked to fail on
     fa7dac0.  A mined phrase that carries a detail does not get that place."""
-    from core import GenerationRequest
+    from chunkwise.core import GenerationRequest
 
     engine = make_engine()
     phone = engine.store.add_chunk("+44 20 7946 0321", "pii", ["My phone number is", "You can call me on"],

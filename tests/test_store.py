@@ -3,9 +3,9 @@ import sqlite3
 import numpy as np
 import pytest
 
-from core import database
-from core.errors import StoreError
-from core.store import SCHEMA_VERSION, ChunkStore, Encoding, source_hash
+from chunkwise.core import database
+from chunkwise.core.errors import StoreError
+from chunkwise.core.store import SCHEMA_VERSION, ChunkStore, Encoding, source_hash
 
 
 def test_add_get_list_and_search(store):
@@ -90,7 +90,7 @@ def test_file_store_is_private_wal_and_versioned(tmp_path):
 
 
 def test_migrates_a_version_1_store(tmp_path):
-    from core import store_schema
+    from chunkwise.core import store_schema
 
     path = tmp_path / "old.db"
     import sqlite_utils
@@ -164,7 +164,7 @@ def test_long_id_lists_work_on_sqlite_builds_with_the_portable_variable_limit(tm
     """Debian's SQLite and the bundled SQLCipher allow 250,000 '?' in a statement; others stop at
     32,766 (or 999). With the limit at 1,000, listing, searching learned contexts and removing 2,500
     of them must work: one IN (...) per call failed with 'too many SQL variables'."""
-    from core.store import LEARNED
+    from chunkwise.core.store import LEARNED
 
     with ChunkStore(tmp_path / "many.db") as s:
         ids = s.add_many([{"text": f"snippet {i}", "kind": "snippet", "contexts": [f"context {i}"]}

@@ -9,10 +9,10 @@ import importlib
 
 import pytest
 
-from core import store
+from chunkwise.core import store
 
-PARTS = ["core.store", "core.store_records", "core.store_schema", "core.store_crypto",
-         "core.store_encodings", "core.store_stats", "core.store_knn"]
+PARTS = ["chunkwise.core.store", "chunkwise.core.store_records", "chunkwise.core.store_schema", "chunkwise.core.store_crypto",
+         "chunkwise.core.store_encodings", "chunkwise.core.store_stats", "chunkwise.core.store_knn"]
 
 
 def test_each_method_is_defined_in_one_part_only():
@@ -30,7 +30,7 @@ def test_each_method_is_defined_in_one_part_only():
 
 
 def test_core_store_names_are_the_parts_own():
-    from core import store_records, store_schema
+    from chunkwise.core import store_records, store_schema
 
     for name in store.__all__:
         assert hasattr(store, name), name

@@ -5,9 +5,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from core.encoding import local_mean
-from core.perplexity import text_positions
-from core.settings import Settings
+from chunkwise.core.encoding import local_mean
+from chunkwise.core.perplexity import text_positions
+from chunkwise.core.settings import Settings
 
 
 def test_each_position_is_the_text_so_far_and_the_state_after_it(runtime):
@@ -31,7 +31,7 @@ def test_each_position_is_the_text_so_far_and_the_state_after_it(runtime):
 
 def test_tuning_asks_what_the_editor_asks(monkeypatch):
     """The request is Settings.suggestion_request's (whatever it becomes), cut to 6 tokens on purpose."""
-    from core import tuning
+    from chunkwise.core import tuning
 
     sent = []
     engine = SimpleNamespace(generate=lambda request, record_use=True: sent.append(request) or SimpleNamespace(spans=[]))

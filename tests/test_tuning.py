@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from core import ChunkwiseError
-from core.tuning import built_in_negatives, insertion_places, tune_insertions
+from chunkwise.core import ChunkwiseError
+from chunkwise.core.tuning import built_in_negatives, insertion_places, tune_insertions
 from tests.conftest import paper_profile
 
 OWN_TEXT = ("Hi Tom,\n\nThanks for sorting out the delivery. If the driver gets lost, he can call me at "
@@ -47,7 +47,7 @@ def test_tuning_needs_the_users_own_values_in_the_text(profile):
 
 
 def test_built_in_negatives_hold_no_personal_detail():
-    from core.details import find_details
+    from chunkwise.core.details import find_details
 
     prompts = built_in_negatives()
     assert len(prompts) >= 30 and not any(find_details(p) for p in prompts)

@@ -12,7 +12,7 @@ from pathlib import Path
 from llama_cpp import Llama
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from core.paths import bundled_model_path  # noqa: E402
+from chunkwise.core.paths import bundled_model_path  # noqa: E402
 
 TOPICS = [
     "thank a colleague for help with a project", "ask a manager for a day off next Friday",

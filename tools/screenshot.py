@@ -27,9 +27,9 @@ def main(out: Path = ROOT / "docs" / "img" / "editor.png", theme: str = "light")
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
 
-    from app.settings import Settings
-    from app.window import ComposeWindow
-    from core import ChunkStore
+    from chunkwise.app.settings import Settings
+    from chunkwise.app.window import ComposeWindow
+    from chunkwise.core import ChunkStore
 
     tmp = Path(tempfile.mkdtemp(prefix="chunkwise-shot-"))
     db = tmp / "chunks.db"
@@ -41,13 +41,13 @@ def main(out: Path = ROOT / "docs" / "img" / "editor.png", theme: str = "light")
         store.add_chunk("Looking forward to hearing from you.", "phrase",
                         ["Thanks again for your help.", "Let me know what you think."], label="closing")
     app = QApplication.instance() or QApplication(sys.argv)
-    from app.theme import apply_desktop_theme
+    from chunkwise.app.theme import apply_desktop_theme
 
     os.environ["CHUNKWISE_THEME"] = theme
     apply_desktop_theme(app)
     suffix = "" if theme == "light" else f"-{theme}"
     out = out.with_name(f"{out.stem}{suffix}{out.suffix}")
-    from app.autosave import AutosaveFile
+    from chunkwise.app.autosave import AutosaveFile
 
     window = ComposeWindow(Settings(db_path=str(db), debounce_ms=150), tmp / "settings.json",
                            autosave_file=AutosaveFile(tmp / "draft.json"))
@@ -84,8 +84,8 @@ def main(out: Path = ROOT / "docs" / "img" / "editor.png", theme: str = "light")
 
     # accepted text keeps its mark; the settings dialog measures the draft for its plot
     body.accept_ghost()
-    from app.library import LibraryDialog
-    from app.settings_dialog import SettingsDialog
+    from chunkwise.app.library import LibraryDialog
+    from chunkwise.app.settings_dialog import SettingsDialog
 
     settings = SettingsDialog(window, window.settings)
     settings.show()

@@ -17,11 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core import slots  # noqa: E402
-from core.encoding import ModelStats  # noqa: E402
-from core.engine import Engine  # noqa: E402
-from core.llama_runtime import LlamaRuntime  # noqa: E402
-from core.paths import resolve_model_path  # noqa: E402
+from chunkwise.core import slots  # noqa: E402
+from chunkwise.core.encoding import ModelStats  # noqa: E402
+from chunkwise.core.engine import Engine  # noqa: E402
+from chunkwise.core.llama_runtime import LlamaRuntime  # noqa: E402
+from chunkwise.core.paths import resolve_model_path  # noqa: E402
 
 
 def main() -> None:
