@@ -165,15 +165,21 @@ def main() -> None:
         print(f"repeat {repeat + 1}/{args.repeats} done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     switched_off["on"] = False
 
-    same = [i for i in range(len(texts))
-            if len(set.union(*(outputs[n][i] for n in names))) == 1
-            and all(r["chunks"] == 0 for n in names for r in runs[n][i])]
+    def unchanged(group: list[str]) -> list[int]:
+        """Prompts where the group's configurations all wrote the same text and inserted nothing
+        (the kNN-LM changes the text, so each group is compared within itself)."""
+        return [i for i in range(len(texts))
+                if len(set.union(*(outputs[n][i] for n in group))) == 1
+                and all(r["chunks"] == 0 for n in group for r in runs[n][i])]
 
-    def per_token(name: str, part: str | None = None, idx=same) -> float:
+    groups = [[n for n in names if not n.startswith("defaults")], [n for n in names if n.startswith("defaults")]]
+    same_in = {n: unchanged(g) for g in groups for n in g}
+
+    def per_token(name: str, part: str | None = None) -> float:
         """Median over repeats of (sum over prompts of the part) / (sum of tokens), in ms."""
         values = []
         for rep in range(args.repeats):
-            rows = [runs[name][i][rep] for i in idx]
+            rows = [runs[name][i][rep] for i in same_in[name]]
             tokens = sum(r["tokens"] for r in rows)
             if part is None:
                 spent = sum(r["decode"] for r in rows)
@@ -186,25 +192,26 @@ def main() -> None:
 
     def paired(a: str, b: str) -> tuple[float, float, float]:
         """Overhead of a over b per repeat (same prompts, same repeat): median, min, max in %."""
-        ratios = []
+        ratios, same = [], same_in[a]
         for rep in range(args.repeats):
             ta = sum(runs[a][i][rep]["decode"] for i in same) / max(sum(runs[a][i][rep]["tokens"] for i in same), 1)
             tb = sum(runs[b][i][rep]["decode"] for i in same) / max(sum(runs[b][i][rep]["tokens"] for i in same), 1)
             ratios.append((ta / tb - 1) * 100)
         return statistics.median(ratios), min(ratios), max(ratios)
 
-    tokens = sum(runs["chunks off"][i][0]["tokens"] for i in same)
+    tokens = {n: sum(runs[n][i][0]["tokens"] for i in same_in[n]) for n in ("chunks off", "defaults")}
     rows = [[name, f"{per_token(name):.2f}", f"{per_token(name, 'forward'):.2f}", f"{per_token(name, 'propose'):.3f}",
              f"{per_token(name, 'knn'):.3f}", f"{per_token(name, 'python'):.3f}"] for name in names]
     overhead = [[f"{a} vs {b}", *(f"{v:+.1f}%" for v in paired(a, b))] for a, b in PAIRS]
-    inserted = len(texts) - len(same)
     lines = [f"Machine: {machine()}",
              f"Store: persona mara's PII profile + learned store (Learn from my writing: gamma 0.5, corpus teacher, "
              f"kNN rows), {engine.contexts} contexts; editor request settings (Settings.suggestion_request, "
              f"threshold {Settings().threshold}); {len(texts)} prompts of ordinary email text, {args.repeats} "
              f"repeats, order rotated, KV cache reset before every run",
-             f"Prompts where every configuration wrote the same text and nothing was inserted: {len(same)} "
-             f"({tokens} tokens per configuration and repeat); {inserted} left out (a chunk inserted or the text differed)",
+             f"Prompts where every configuration of a group wrote the same text and nothing was inserted: kNN-LM off "
+             f"{len(same_in['chunks off'])} ({tokens['chunks off']} tokens per configuration and repeat), editor defaults "
+             f"{len(same_in['defaults'])} ({tokens['defaults']} tokens); the rest left out (a chunk inserted, or the "
+             "text differed)",
              "", "Per token (ms, median over repeats; decode only, prefill excluded):",
              table(["configuration", "total", "forward pass", "proposal", "kNN-LM mixing", "rest (Python)"], rows),
              "", "Overhead per token, paired by repeat (median, min, max over repeats):",

@@ -34,7 +34,7 @@ from .knn import KnnLM
 from .matching import REPEATABLE_KINDS, ChunkMatcher, Proposal
 from .sampling import Sampler, StopMatcher, Utf8Stream
 from . import whose
-from .text import at_clause_start, ends_sentence, is_sentence, opens_paragraph
+from .text import at_clause_start, ends_sentence, inside_word, is_sentence, opens_paragraph
 
 LEAD_IN_WORDS = 0         # words the model may write before one of the user's values: none. After words the model
                           # added (" the", "'m"), the probe and classifier judge the model's sentence, not the
@@ -326,8 +326,10 @@ class Decoder:
             # chunk must start with the token it would choose (bench/keystrokes.py: without this,
             # chunks took the place of better kNN tokens).  Mixed once here, reused by sample().
             state.logits, state.mixed = self.knn.mix_logits(state.logits, state.hidden), True
+        choice = int(np.argmax(state.logits))
         ask = dict(exclude=self._used_chunks, greedy=greedy, last_token=self.rt.tokens[-1] if self.rt.tokens else None,
-                   model_choice=int(np.argmax(state.logits)), gate_mined=state.mixed)
+                   model_choice=choice, gate_mined=state.mixed,
+                   word_start=not inside_word(self._text, self.rt.piece(choice)))   # mid-word: no search (mostly)
         proposal = self.matcher.propose(state.hidden, state.local, self._text, **ask)
         # Where the model would break the line ("Kind regards," then the name), the chunk starts a line.
         self._line_break = proposal is not None and self.rt.piece(int(np.argmax(state.logits))) == b"\n"

@@ -245,11 +245,18 @@ class ChunkMatcher(MatchingState):
     def is_typed(self, chunk_id: int) -> bool:
         return chunk_id in self._typed_label
 
-    def type_agreement(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str) -> dict[int, float]:
+    def whiten(self, hidden: np.ndarray, hidden_local: np.ndarray) -> np.ndarray:
+        """One step's state and local mean, whitened and unit-norm: (d,), (d,) -> (2, d).  Done once per
+        step: the slot classifier and the context search both read it (*whitened* below)."""
+        return self.stats.transform(np.stack([hidden, hidden_local]))
+
+    def type_agreement(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
+                       whitened: np.ndarray | None = None) -> dict[int, float]:
         """For each typed chunk: how surely the next thing is a detail of its type (0..1)."""
         if self.slots is None or len(self._typed_ids) == 0:
             return {}
-        x = slot_features(self.stats, hidden[None, :], hidden_local[None, :], [text])
+        rows = self.whiten(hidden, hidden_local) if whitened is None else whitened           # (2, d)
+        x = slot_features(self.stats, rows[:1], rows[1:], [text], whitened=True)
         p = self.slots.predict(x)[0, : len(self.slots.fields)]                   # (fields,)
         scores = self._types @ p                                                 # (n typed,)
         return dict(zip(self._typed_ids.tolist(), scores.tolist()))
@@ -271,7 +278,8 @@ class ChunkMatcher(MatchingState):
     def candidates(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
                    exclude: Iterable[int] = (), min_match: float | None = None,
                    last_token: int | None = None, model_choice: int | None = None,
-                   gate_mined: bool = False) -> list["Candidate"]:
+                   gate_mined: bool = False, whitened: np.ndarray | None = None,
+                   experts: bool = True) -> list["Candidate"]:
         """Scored candidate chunks for the state after the newest token, best choice first.
 
         *hidden*: (d,) state after the newest token; *hidden_local*: (d,)
@@ -292,9 +300,11 @@ class ChunkMatcher(MatchingState):
         """
         if len(self.index) == 0:
             return []
-        if last_token is not None and self._experts == 0 and last_token not in self._mined_entries:
+        if not experts and not self._mined_entries:
             return []
-        query = self.stats.transform(np.stack([hidden, hidden_local]))       # (2, d)
+        if last_token is not None and (self._experts == 0 or not experts) and last_token not in self._mined_entries:
+            return []
+        query = self.whiten(hidden, hidden_local) if whitened is None else whitened   # (2, d)
         labels, sims = self.index.query(query[0], k=CANDIDATES)                # (k,), (k,)
         if sims.size == 0:
             return []
@@ -309,6 +319,8 @@ class ChunkMatcher(MatchingState):
         for i, row in enumerate(rows.tolist()):
             chunk_id = int(self._chunk_of[row])
             if chunk_id in skip:
+                continue
+            if not self._mined[row] and not experts:
                 continue
             if self._mined[row]:
                 if last_token is not None and self._entry[row] != last_token:
@@ -334,21 +346,32 @@ class ChunkMatcher(MatchingState):
 
     def propose(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
                 exclude: Iterable[int] = (), greedy: bool = True, last_token: int | None = None,
-                model_choice: int | None = None, gate_mined: bool = False, typed: bool = True) -> Proposal | None:
+                model_choice: int | None = None, gate_mined: bool = False, typed: bool = True,
+                word_start: bool = True) -> Proposal | None:
         """The chunk to offer at this step with its acceptance probability, or None.
 
         *greedy*: the caller accepts only when q >= 0.5, so weaker matches are
         not worth scoring; with sampled acceptance any q > 0 counts.  *typed*
         False: the user's typed chunks were ruled out here (Decoder.fits_here),
-        so only the retrieval path is asked.
+        so only the retrieval path is asked.  *word_start* False: the next token goes on with
+        the word the text ends in (``text.inside_word``), where none of the user's own values
+        or phrases starts, so only mined chunks after their entry token are looked for -- on most
+        such steps nothing is, and the step costs no search at all.
         """
+        if not word_start:
+            if last_token not in self._mined_entries:
+                return None
+            typed = False
+        whitened = self.whiten(hidden, hidden_local) if len(self.index) else None
         if typed:
-            own = self.learned_proposal(text, exclude) or self.typed_proposal(hidden, hidden_local, text, exclude)
+            own = (self.learned_proposal(text, exclude)
+                   or self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened))
             if own is not None:
                 return own
         floor = self.calibration.raw_cutoff(self.threshold) if greedy else max(self.eta, self.calibration.background)
         ranked = self.candidates(hidden, hidden_local, text, exclude, min_match=floor, last_token=last_token,
-                                 model_choice=model_choice, gate_mined=gate_mined)
+                                 model_choice=model_choice, gate_mined=gate_mined, whitened=whitened,
+                                 experts=word_start)
         # A typed chunk comes only where the slot classifier agrees (the typed route above);
         # context similarity alone put phone numbers where email addresses go.  Except
         # after a phrase the user themself typed the value after (a learned context).
@@ -390,9 +413,9 @@ class ChunkMatcher(MatchingState):
         return None
 
     def typed_proposal(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
-                       exclude: Iterable[int] = ()) -> Proposal | None:
+                       exclude: Iterable[int] = (), whitened: np.ndarray | None = None) -> Proposal | None:
         """The typed chunk (phone, email, address...) whose field the slot classifier expects here, if sure enough."""
-        agreement = self.type_agreement(hidden, hidden_local, text)
+        agreement = self.type_agreement(hidden, hidden_local, text, whitened)
         if not agreement:
             return None
         skip, recent = set(exclude), text[-2000:]

@@ -181,9 +181,14 @@ def save_shipped(identity: str, source: str, clf: SlotClassifier) -> Path:
     return path
 
 
-def features(stats: ModelStats, hidden: np.ndarray, local: np.ndarray, texts: Sequence[str]) -> np.ndarray:
-    """Whitened state and local vector, and the words: (n, d), (n, d), n texts -> (n, 2d + BOW_DIM)."""
-    return np.hstack([stats.transform(hidden), stats.transform(local), BOW_WEIGHT * bag_of_words(texts)])
+def features(stats: ModelStats, hidden: np.ndarray, local: np.ndarray, texts: Sequence[str],
+             whitened: bool = False) -> np.ndarray:
+    """Whitened state and local vector, and the words: (n, d), (n, d), n texts -> (n, 2d + BOW_DIM).
+    *whitened*: *hidden* and *local* already went through ``stats.transform`` (the decoder's step
+    whitens once for both the classifier and the context search)."""
+    if not whitened:
+        hidden, local = stats.transform(hidden), stats.transform(local)
+    return np.hstack([hidden, local, BOW_WEIGHT * bag_of_words(texts)])
 
 
 def text_features(rt: LlamaRuntime, stats: ModelStats, texts: Sequence[str],

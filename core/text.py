@@ -21,6 +21,19 @@ def words(text: str) -> list[str]:
     return out
 
 
+def inside_word(text: str, next_piece: bytes) -> bool:
+    """Whether *next_piece* (a token's bytes) would continue the word *text* ends with: no library
+    value, snippet or learned phrase starts there (a mined chunk may: it was cut at any token).
+
+    >>> inside_word("I have at", b"tached"), inside_word("Call me at", b" ("), inside_word("me@", b"home")
+    (True, False, False)
+    """
+    if not text or not text[-1].isalnum() or not next_piece:
+        return False
+    first = next_piece[0]
+    return first >= 0x80 or chr(first).isalnum()        # a UTF-8 lead byte: a letter such as "é" goes on
+
+
 def current_sentence(text: str, limit: int = 300) -> str:
     """The sentence being written: the text after the last sentence end (within *limit* characters)."""
     tail = text[-limit:]
