@@ -38,7 +38,7 @@ from typing import Iterable
 import numpy as np
 
 from .encoding import BACKGROUND_FILE, ModelStats
-from .slots import SlotClassifier, features as slot_features
+from .slots import SlotClassifier
 from .matching_state import MatchingState
 from .text import current_sentence, is_sentence, lead_in, words
 
@@ -256,8 +256,7 @@ class ChunkMatcher(MatchingState):
         if self.slots is None or len(self._typed_ids) == 0:
             return {}
         rows = self.whiten(hidden, hidden_local) if whitened is None else whitened           # (2, d)
-        x = slot_features(self.stats, rows[:1], rows[1:], [text], whitened=True)
-        p = self.slots.predict(x)[0, : len(self.slots.fields)]                   # (fields,)
+        p = self.slots.predict_one(rows, text)[: len(self.slots.fields)]           # (fields,)
         scores = self._types @ p                                                 # (n typed,)
         return dict(zip(self._typed_ids.tolist(), scores.tolist()))
 

@@ -88,6 +88,30 @@ class SlotClassifier:
     def fields(self) -> list[str]:
         return [c for c in self.classes if c not in (NONE, THIRD_PARTY)]
 
+    def predict_one(self, whitened: np.ndarray, text: str) -> np.ndarray:
+        """``predict(features(...))`` for one step, without building the 4,096 word columns: the
+        dense part reads only the state's weights and the words only their own columns (the
+        weights are cold after each forward pass, so bytes read are the cost).
+        *whitened*: (2, d) state and local mean after ``stats.transform`` -> (C,) probabilities."""
+        state_w, words_w = self._split(whitened.size)            # (C, 2d), (BOW_DIM, C)
+        z = state_w @ whitened.reshape(-1).astype(np.float32) + self.bias        # (C,)
+        slots = word_slots(text)
+        if slots:
+            z = z + (BOW_WEIGHT / np.sqrt(np.float32(len(slots)))) * words_w[slots].sum(axis=0)
+        z = z - z.max()
+        e = np.exp(z)
+        return e / e.sum()
+
+    def _split(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """The weights of the state (C, dim) and of the words (BOW_DIM, C) in their own contiguous
+        arrays, so a step reads a few kilobytes of word weights, not strided rows of all of them."""
+        cached = getattr(self, "_split_cache", None)
+        if cached is None or cached[0].shape[1] != dim:
+            cached = (np.ascontiguousarray(self.weights[:, :dim], np.float32),
+                      np.ascontiguousarray(self.weights[:, dim:].T, np.float32))
+            self._split_cache = cached
+        return cached
+
     def predict(self, features: np.ndarray) -> np.ndarray:
         """(n, 2d) -> (n, C) probabilities."""
         z = np.atleast_2d(features).astype(np.float32) @ self.weights.T + self.bias
@@ -140,6 +164,19 @@ class SlotClassifier:
         return cls(names, w, b)
 
 
+def word_slots(text: str) -> list[int]:
+    """The hashed positions of *text*'s current sentence words, and of its last three words apart
+    (distinct, ascending): where :func:`bag_of_words` puts its ones.
+
+    >>> len(word_slots("Text me whenever:")) <= 6
+    True
+    """
+    found = words(current_sentence(text))
+    hashed = {zlib.crc32(w.encode()) % BOW_DIM for w in found}
+    hashed |= {zlib.crc32(("last:" + w).encode()) % BOW_DIM for w in found[-3:]}
+    return sorted(hashed)
+
+
 def bag_of_words(texts: Sequence[str]) -> np.ndarray:
     """Hashed words of each text's current sentence, and of its last three words apart: (n, BOW_DIM), unit rows.
 
@@ -148,13 +185,10 @@ def bag_of_words(texts: Sequence[str]) -> np.ndarray:
     """
     out = np.zeros((len(texts), BOW_DIM), np.float32)
     for i, text in enumerate(texts):
-        found = words(current_sentence(text))
-        for w in found:
-            out[i, zlib.crc32(w.encode()) % BOW_DIM] = 1.0
-        for w in found[-3:]:
-            out[i, zlib.crc32(("last:" + w).encode()) % BOW_DIM] = 1.0
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return out / np.maximum(norms, 1e-12)
+        slots = word_slots(text)
+        if slots:
+            out[i, slots] = 1.0 / np.sqrt(np.float32(len(slots)))
+    return out
 
 
 def shipped_path(identity: str) -> Path:
@@ -181,14 +215,10 @@ def save_shipped(identity: str, source: str, clf: SlotClassifier) -> Path:
     return path
 
 
-def features(stats: ModelStats, hidden: np.ndarray, local: np.ndarray, texts: Sequence[str],
-             whitened: bool = False) -> np.ndarray:
+def features(stats: ModelStats, hidden: np.ndarray, local: np.ndarray, texts: Sequence[str]) -> np.ndarray:
     """Whitened state and local vector, and the words: (n, d), (n, d), n texts -> (n, 2d + BOW_DIM).
-    *whitened*: *hidden* and *local* already went through ``stats.transform`` (the decoder's step
-    whitens once for both the classifier and the context search)."""
-    if not whitened:
-        hidden, local = stats.transform(hidden), stats.transform(local)
-    return np.hstack([hidden, local, BOW_WEIGHT * bag_of_words(texts)])
+    (At decode time ``SlotClassifier.predict_one`` computes the same from a step's whitened rows.)"""
+    return np.hstack([stats.transform(hidden), stats.transform(local), BOW_WEIGHT * bag_of_words(texts)])
 
 
 def text_features(rt: LlamaRuntime, stats: ModelStats, texts: Sequence[str],

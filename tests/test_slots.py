@@ -231,3 +231,20 @@ def test_a_detail_ruled_out_by_whose_it_is_leaves_the_place_to_a_mined_phrase(ma
     engine.store.update_chunk(phrase, text="on 07700 900123 most days")
     engine.refresh()
     assert spans(place) == []
+
+
+@pytest.mark.parametrize("text", ["Should you need me, my mobile is", "", "   ", "été ... 42!", "a b c d e f g h"])
+def test_the_decode_time_classifier_reads_what_training_reads(runtime, text):
+    """SlotClassifier.predict_one (a step's whitened rows, the words' columns only) gives what
+    predict(features(...)) gives, as the classifier was trained: a wrong column offset, a lost
+    normalisation or a words hash that differs from training's would move every field's probability."""
+    stats = ModelStats.shipped(runtime.identity)
+    classifier = slots.SlotClassifier.from_bytes(*slots.shipped(runtime.identity,
+                                                                f"{slots.source_id()}|{ModelStats.source_id()}"))
+    rng = np.random.default_rng(len(text))
+    hidden, local = (stats.mean + rng.standard_normal((2, runtime.n_embd), dtype=np.float32))
+    expected = classifier.predict(slots.features(stats, hidden[None], local[None], [text]))[0]
+    got = classifier.predict_one(stats.transform(np.stack([hidden, local])), text)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    assert abs(float(got.sum()) - 1.0) < 1e-5
