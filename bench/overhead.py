@@ -20,7 +20,7 @@ the overhead; the rest are reported as a count.  The breakdown per token: the fo
 (``LlamaRuntime.eval`` after prefill), the proposal (``Decoder.propose``, the kNN mixing inside it
 not counted), the kNN-LM mixing (``KnnLM.mix_logits``), and everything else in the step (Python).
 
-    python bench/overhead.py [--repeats 5] [--prompts 60]
+    python bench/overhead.py [--repeats 5] [--prompts 40]
 """
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def run_one(engine, prompt: str, settings: Settings, clock: Clock) -> tuple[str,
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--prompts", type=int, default=60)
+    ap.add_argument("--prompts", type=int, default=40)
     args = ap.parse_args()
 
     clock = Clock()
