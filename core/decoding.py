@@ -48,7 +48,7 @@ class Piece:
 
     ``source`` is ``"model"`` for sampled tokens, ``"chunk"`` for an inserted
     chunk (then ``chunk_id``, ``kind``, ``label`` and ``match`` say which
-    and how well it matched: :class:`core.matching.Proposal`).
+    and how well it matched: :class:`chunkwise.core.matching.Proposal`).
     """
 
     text: str

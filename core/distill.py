@@ -13,7 +13,7 @@ state after it (paper section 4.3, appendix D.1-D.2):
 * identical chunks are kept once with all their contexts (section 4.1).
 
 The forward pass itself (windows of 512 tokens, teacher alignment by byte
-offsets) is :mod:`core.scoring`.
+offsets) is :mod:`chunkwise.core.scoring`.
 
 >>> confident_spans(np.log([np.nan, .2, .8, .9, .3, .95, .99, .97]), gamma=0.7, start=1)
 [(2, 4), (5, 8)]

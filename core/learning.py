@@ -4,9 +4,9 @@
 >>> result = mine(engine, read_corpus(["~/Mail/sent.mbox"]), gamma=0.9)
 >>> result.new_chunks, result.knn_rows
 
-The pieces: :mod:`core.scoring` runs the model over a text, :mod:`core.distill` cuts chunks
+The pieces: :mod:`chunkwise.core.scoring` runs the model over a text, :mod:`chunkwise.core.distill` cuts chunks
 from it, this module stores them and keeps the kNN-LM graph.  Measuring what was learned is
-:func:`core.perplexity.perplexity_of`; choosing gamma and the threshold is :mod:`core.tuning`.
+:func:`chunkwise.core.perplexity.perplexity_of`; choosing gamma and the threshold is :mod:`chunkwise.core.tuning`.
 """
 from __future__ import annotations
 

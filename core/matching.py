@@ -33,7 +33,7 @@ import json
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -247,15 +247,17 @@ class ChunkMatcher(MatchingState):
 
     def whiten(self, hidden: np.ndarray, hidden_local: np.ndarray) -> np.ndarray:
         """One step's state and local mean, whitened and unit-norm: (d,), (d,) -> (2, d).  Done once per
-        step: the slot classifier and the context search both read it (*whitened* below)."""
+        step: the slot classifier and the context search both read it (*whitened* below, a
+        :class:`Once` that whitens on the first call, so a step that stops at a cheap gate reads
+        none of the whitener)."""
         return self.stats.transform(np.stack([hidden, hidden_local]))
 
     def type_agreement(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
-                       whitened: np.ndarray | None = None) -> dict[int, float]:
+                       whitened: "Once | None" = None) -> dict[int, float]:
         """For each typed chunk: how surely the next thing is a detail of its type (0..1)."""
         if self.slots is None or len(self._typed_ids) == 0:
             return {}
-        rows = self.whiten(hidden, hidden_local) if whitened is None else whitened           # (2, d)
+        rows = self.whiten(hidden, hidden_local) if whitened is None else whitened()         # (2, d)
         p = self.slots.predict_one(rows, text)[: len(self.slots.fields)]           # (fields,)
         scores = self._types @ p                                                 # (n typed,)
         return dict(zip(self._typed_ids.tolist(), scores.tolist()))
@@ -277,7 +279,7 @@ class ChunkMatcher(MatchingState):
     def candidates(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
                    exclude: Iterable[int] = (), min_match: float | None = None,
                    last_token: int | None = None, model_choice: int | None = None,
-                   gate_mined: bool = False, whitened: np.ndarray | None = None,
+                   gate_mined: bool = False, whitened: "Once | None" = None,
                    experts: bool = True) -> list["Candidate"]:
         """Scored candidate chunks for the state after the newest token, best choice first.
 
@@ -303,7 +305,7 @@ class ChunkMatcher(MatchingState):
             return []
         if last_token is not None and (self._experts == 0 or not experts) and last_token not in self._mined_entries:
             return []
-        query = self.whiten(hidden, hidden_local) if whitened is None else whitened   # (2, d)
+        query = self.whiten(hidden, hidden_local) if whitened is None else whitened()  # (2, d)
         labels, sims = self.index.query(query[0], k=CANDIDATES)                # (k,), (k,)
         if sims.size == 0:
             return []
@@ -358,10 +360,10 @@ class ChunkMatcher(MatchingState):
         such steps nothing is, and the step costs no search at all.
         """
         if not word_start:
-            if last_token not in self._mined_entries:
+            if last_token is not None and last_token not in self._mined_entries:
                 return None
             typed = False
-        whitened = self.whiten(hidden, hidden_local) if len(self.index) else None
+        whitened = Once(lambda: self.whiten(hidden, hidden_local))
         if typed:
             own = (self.learned_proposal(text, exclude)
                    or self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened))
@@ -412,7 +414,7 @@ class ChunkMatcher(MatchingState):
         return None
 
     def typed_proposal(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
-                       exclude: Iterable[int] = (), whitened: np.ndarray | None = None) -> Proposal | None:
+                       exclude: Iterable[int] = (), whitened: "Once | None" = None) -> Proposal | None:
         """The typed chunk (phone, email, address...) whose field the slot classifier expects here, if sure enough."""
         agreement = self.type_agreement(hidden, hidden_local, text, whitened)
         if not agreement:
@@ -431,6 +433,19 @@ class ChunkMatcher(MatchingState):
                             tokens=self._tokens[self._typed_label[chunk_id]], match=round(score, 4),
                             score=score, q=1.0)
         return None
+
+
+class Once:
+    """A value made on the first call and kept: a step's whitened rows, which the slot classifier
+    and the context search share, made only if one of them gets past its cheap gates."""
+
+    def __init__(self, make: Callable[[], np.ndarray]):
+        self._make, self._value = make, None
+
+    def __call__(self) -> np.ndarray:
+        if self._value is None:
+            self._value = self._make()
+        return self._value
 
 
 def phrase_key(text: str, limit: int | None = AVOID_WORDS) -> str:

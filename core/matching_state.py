@@ -1,6 +1,6 @@
 """The matcher's in-memory state, built from the store and kept current one edit at a time.
 
-:class:`MatchingState` is the half of :class:`core.matching.ChunkMatcher` that
+:class:`MatchingState` is the half of :class:`chunkwise.core.matching.ChunkMatcher` that
 reads the store; the other half proposes chunks from it.  ``load`` reads every
 valid encoding (start, learning, unlock); ``update`` follows an edit of a few
 chunks (the library dialog, a phrase learned while typing, a dismissal) in

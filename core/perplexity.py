@@ -134,7 +134,7 @@ def text_positions(rt, tokens: Sequence[int], hidden: np.ndarray, choices: Seque
 def text_proposals(matcher, rt, scored, prefix_text: str = "", continuation=None) -> dict[int, tuple[tuple[int, ...], float]]:
     """The chunk CD-LM would offer at each position of a scored text, from the prefix alone.
 
-    *scored*: :class:`core.scoring.Scored` with hidden states (and top-1
+    *scored*: :class:`chunkwise.core.scoring.Scored` with hidden states (and top-1
     ids, the model's own choice at each position, for the agreement gate).  Proposals
     depend only on the text before each position (the paper's condition for
     the dynamic program), so already-used chunks are not excluded here --

@@ -168,8 +168,10 @@ def word_slots(text: str) -> list[int]:
     """The hashed positions of *text*'s current sentence words, and of its last three words apart
     (distinct, ascending): where :func:`bag_of_words` puts its ones.
 
-    >>> len(word_slots("Text me whenever:")) <= 6
+    >>> word_slots("Text me whenever:") == word_slots("text ME, whenever")     # words, not spelling
     True
+    >>> len(word_slots("Text me whenever:"))                # 3 words, and the same 3 as the last three
+    6
     """
     found = words(current_sentence(text))
     hashed = {zlib.crc32(w.encode()) % BOW_DIM for w in found}

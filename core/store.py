@@ -385,7 +385,7 @@ class ChunkStore(StoreCrypto, StoreEncodings, StoreModelStats, StoreKnn):
 
         *chunks*: objects with ``text``, ``tokens`` and ``contexts`` (each with
         ``text``, ``entry_token``, ``vector``, ``vector_local``), as
-        :class:`core.distill.MinedChunk`.  A chunk already stored with the
+        :class:`chunkwise.core.distill.MinedChunk`.  A chunk already stored with the
         same text and kind gains the new contexts (up to *max_contexts*), so
         mining the same corpus twice changes nothing.  *knn_rows* (see
         :meth:`add_knn`) go in the same transaction, skipping documents

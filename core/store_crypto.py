@@ -2,7 +2,7 @@
 
 The file is encrypted whole (core/database.py, SQLCipher); inside it, PII values and every chunk's
 token ids are sealed once more with the store's key (core/crypto.py), each bound to its row.
-:class:`StoreCrypto` is mixed into :class:`core.store.ChunkStore`; the rest of the store calls
+:class:`StoreCrypto` is mixed into :class:`chunkwise.core.store.ChunkStore`; the rest of the store calls
 ``_seal`` / ``_open_text`` / ``_hash`` / ``_seal_tokens`` / ``_open_tokens`` and never the key itself.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .store_records import source_hash
 
 
 class StoreCrypto:
-    """Opening, keying and sealing for :class:`core.store.ChunkStore` (it provides ``path``, ``db``,
+    """Opening, keying and sealing for :class:`chunkwise.core.store.ChunkStore` (it provides ``path``, ``db``,
     ``key``, ``_use``, ``_migrate`` and ``_guard``)."""
 
     # -- the encrypted file (core/database.py, core/crypto.py)

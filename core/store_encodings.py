@@ -2,7 +2,7 @@
 
 An encoding is keyed by model and context and remembers the hash of the text it was computed
 from, so an edit makes it pending again (core/encoding.py computes them, core/index.py indexes
-them).  :class:`StoreEncodings` is mixed into :class:`core.store.ChunkStore`.
+them).  :class:`StoreEncodings` is mixed into :class:`chunkwise.core.store.ChunkStore`.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .store_schema import batches, marks, timestamp
 
 
 class StoreEncodings:
-    """The ``models`` and ``encodings`` tables, for :class:`core.store.ChunkStore` (it provides ``db``,
+    """The ``models`` and ``encodings`` tables, for :class:`chunkwise.core.store.ChunkStore` (it provides ``db``,
     ``_guard`` and the sealing of core/store_crypto.py)."""
 
     def model_id(self, identity: str, name: str, dim: int) -> int:

@@ -2,7 +2,7 @@
 
 Written by mining (core/distill.py, in the same transaction as the mined chunks through
 ``ChunkStore.add_mined``), read whole by the kNN-LM (core/knn.py).  :class:`StoreKnn` is mixed
-into :class:`core.store.ChunkStore`.
+into :class:`chunkwise.core.store.ChunkStore`.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 
 
 class StoreKnn:
-    """The ``knn_entries`` table, for :class:`core.store.ChunkStore` (it provides ``db`` and ``_guard``)."""
+    """The ``knn_entries`` table, for :class:`chunkwise.core.store.ChunkStore` (it provides ``db`` and ``_guard``)."""
 
     def knn_documents(self, model_id: int) -> set[str]:
         """Hashes of the documents already in this model's kNN datastore."""

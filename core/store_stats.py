@@ -3,7 +3,7 @@
 The whitening statistics of ordinary text (core/encoding.py, ``ModelStats``) and the slot
 classifier's weights (core/slots.py): neither holds the user's text.  Each row remembers the
 source it was computed from; another source reads as nothing saved.  :class:`StoreModelStats`
-is mixed into :class:`core.store.ChunkStore`.
+is mixed into :class:`chunkwise.core.store.ChunkStore`.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 
 
 class StoreModelStats:
-    """The ``model_stats`` and ``slot_models`` tables, for :class:`core.store.ChunkStore` (it provides
+    """The ``model_stats`` and ``slot_models`` tables, for :class:`chunkwise.core.store.ChunkStore` (it provides
     ``db`` and ``_guard``)."""
 
     # -- per-model statistics of ordinary text

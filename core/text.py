@@ -25,13 +25,25 @@ def inside_word(text: str, next_piece: bytes) -> bool:
     """Whether *next_piece* (a token's bytes) would continue the word *text* ends with: no library
     value, snippet or learned phrase starts there (a mined chunk may: it was cut at any token).
 
+    Only for scripts that put spaces between words: in Chinese or Japanese a phone number
+    follows "我的电话是" directly, so there nothing counts as inside a word.
+
     >>> inside_word("I have at", b"tached"), inside_word("Call me at", b" ("), inside_word("me@", b"home")
     (True, False, False)
+    >>> inside_word("caf", "é".encode()), inside_word("Tel", "：".encode()), inside_word("我的电话是", b"1")
+    (True, False, False)
     """
-    if not text or not text[-1].isalnum() or not next_piece:
+    if not text or not next_piece or not _spaced_word_char(text[-1]):
         return False
-    first = next_piece[0]
-    return first >= 0x80 or chr(first).isalnum()        # a UTF-8 lead byte: a letter such as "é" goes on
+    if 0x80 <= next_piece[0] < 0xC0:
+        return True                         # the rest of a character the last token began
+    head = next_piece[:4].decode("utf-8", errors="ignore")[:1]
+    return bool(head) and _spaced_word_char(head)
+
+
+def _spaced_word_char(ch: str) -> bool:
+    """A letter or digit of a script that separates words with spaces (below the CJK blocks)."""
+    return ch.isalnum() and ord(ch) < 0x2E80
 
 
 def current_sentence(text: str, limit: int = 300) -> str:

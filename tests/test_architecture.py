@@ -18,10 +18,10 @@ def test_core_sources_do_not_import_qt_or_app():
             names = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = ["..app" if node.level > 1 else node.module] if node.level else [node.module]
+            elif isinstance(node, ast.ImportFrom):
+                names = ["." * node.level + (node.module or "")]
             for name in names:
-                if name.split(".")[0] in ("PySide6", "PyQt5", "PyQt6", "app") or name.startswith(("chunkwise.app", "..app")):
+                if name.split(".")[0] in ("PySide6", "PyQt5", "PyQt6", "app") or name.startswith(("chunkwise.app", "..")):
                     offenders.append(f"{path.name}: {name}")
     assert offenders == []
 
@@ -44,6 +44,20 @@ def test_everything_is_installed_under_one_name():
         tomllib = pytest.importorskip("tomli")
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     assert all(name.startswith("chunkwise.") for name in setuptools["packages"])
+    # Every import anywhere in the tree, also those inside functions and in the shell scripts'
+    # Python: a bench, tool or test that imported `core` would load a second copy of the engine.
+    stray = []
+    for folder in ("core", "app", "bench", "tools", "tests"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+                stray += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in ("core", "app")]
+    for path in [ROOT / "main.py", *(ROOT / "tools").glob("*.sh")]:
+        text = path.read_text(encoding="utf-8")
+        stray += [f"{path.relative_to(ROOT)}: {line.strip()}" for line in text.splitlines()
+                  if line.strip().startswith(("from core", "import core", "from app", "import app"))]
+    assert stray == []
     code = ("import importlib, pkgutil, sys\n"
             "import chunkwise.core, chunkwise.app\n"
             "for pkg in (chunkwise.core, chunkwise.app):\n"

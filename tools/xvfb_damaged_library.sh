@@ -10,7 +10,7 @@ for trouble in cut-short newer-schema; do
     rm -rf $T/chunks.db* $T/data        # a fresh library file, and no draft kept from the run before
     TROUBLE=$trouble .venv/bin/python - <<'PY'
 import os
-from core import ChunkStore
+from chunkwise.core import ChunkStore
 path = os.environ["CHUNKWISE_DB"]
 with ChunkStore(path) as s:
     s.add_chunk("+44 20 7946 0321", "pii", ["My phone number is", "You can call me on"], label="phone")

@@ -6,7 +6,7 @@ xvfb_start 99
 export CHUNKWISE_PASSPHRASE=xvfb-session-only
 .venv/bin/python - <<'PY'
 import os
-from core import ChunkStore
+from chunkwise.core import ChunkStore
 with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
     s.add_chunk("+44 20 7946 0321", "pii", ["My phone number is", "You can call me on"], label="phone")
     s.add_chunk("mara@nordhavn.co.uk", "pii", ["My email is", "Email me at"], label="email")

@@ -7,7 +7,7 @@ xvfb_start 98
 export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring      # a session with no keychain
 CHUNKWISE_PASSPHRASE=xvfb-session-only .venv/bin/python - <<'PY'
 import os
-from core import ChunkStore
+from chunkwise.core import ChunkStore
 with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
     s.add_chunk("+44 20 7946 0321", "pii", ["My phone number is", "You can call me on"], label="phone")
 PY
