@@ -105,12 +105,12 @@ class SlotClassifier:
     def _split(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
         """The weights of the state (C, dim) and of the words (BOW_DIM, C) in their own contiguous
         arrays, so a step reads a few kilobytes of word weights, not strided rows of all of them."""
-        cached = getattr(self, "_split_cache", None)
-        if cached is None or cached[0].shape[1] != dim:
-            cached = (np.ascontiguousarray(self.weights[:, :dim], np.float32),
+        cached = getattr(self, "_split_cache", None)        # (weights it was cut from, state, words)
+        if cached is None or cached[0] is not self.weights or cached[1].shape[1] != dim:
+            cached = (self.weights, np.ascontiguousarray(self.weights[:, :dim], np.float32),
                       np.ascontiguousarray(self.weights[:, dim:].T, np.float32))
             self._split_cache = cached
-        return cached
+        return cached[1], cached[2]
 
     def predict(self, features: np.ndarray) -> np.ndarray:
         """(n, 2d) -> (n, C) probabilities."""
