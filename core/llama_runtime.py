@@ -146,6 +146,26 @@ def check_gguf(path: Path) -> None:
         raise ModelError(f"Not a GGUF model file: {path} (expected a .gguf file for llama.cpp)")
 
 
+def quantize(source: Path, target: Path, qtype: str, n_threads: int | None = None) -> None:
+    """Write *source* requantised to *qtype* ("Q8_0", "Q4_0", "IQ4_NL", "Q4_K_M"...) into *target*.
+
+    llama.cpp's own quantiser (``llama_model_quantize``), allowed to requantise an already
+    quantised file: the bundled model ships only as Q4_1.  Raises ModelError on failure.
+    """
+    lib = _llama()
+    ftype = getattr(lib, f"LLAMA_FTYPE_MOSTLY_{qtype.upper()}", None)
+    if ftype is None:
+        raise ModelError(f"This llama.cpp cannot quantise to {qtype}.")
+    check_gguf(Path(source))
+    _init_backend(False)
+    params = lib.llama_model_quantize_default_params()
+    params.ftype = ftype
+    params.allow_requantize = True
+    params.nthread = int(n_threads or 0)
+    if lib.llama_model_quantize(str(source).encode(), str(target).encode(), params) != 0:
+        raise ModelError(f"llama.cpp could not quantise {Path(source).name} to {qtype}.")
+
+
 def model_identity(path: Path) -> str:
     """A stable identity for a model file: name, size and a hash of its head and tail.
 

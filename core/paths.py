@@ -138,10 +138,15 @@ def bundled_model_path() -> Path:
 
 
 def resolve_model_path(path: str | os.PathLike | None) -> Path:
-    """The model to load: *path* if given, `CHUNKWISE_MODEL`, else the bundled one."""
-    if path:
-        return Path(path).expanduser()
-    env = os.environ.get("CHUNKWISE_MODEL")
-    if env:
-        return Path(env).expanduser()
-    return bundled_model_path()
+    """The model to load: *path* if given, `CHUNKWISE_MODEL`, else the bundled one.
+
+    The name ``gemma`` (either way) is the optional Gemma 3 270M, assembled once (core/models.py).
+    """
+    chosen = path or os.environ.get("CHUNKWISE_MODEL")
+    if not chosen:
+        return bundled_model_path()
+    from .models import gemma_path, model_alias
+
+    if model_alias(chosen) is not None and not Path(chosen).expanduser().exists():
+        return gemma_path()
+    return Path(chosen).expanduser()
