@@ -15,9 +15,9 @@ as teacher (kNN-LM of the other emails, leave one out) -- with a kNN-LM datastor
 the test emails under the base model, CD-LM at the editor's default threshold and at the one
 tuned on validation, the kNN-LM at the editor's defaults and at the tuned lambda, and PP-KD (the
 teacher's stored top-8 probabilities).  How much of the test text the training text already
-holds (words inside a shared 5-gram) is printed with it.  The only GGUF on this machine is the
-default model, so the teacher GGUF is a second instance of that file (docs/benchmarks.md says
-what that does not show).
+holds (words inside a shared 5-gram) is printed with it.  The teacher GGUF is Gemma 3 270M (the
+optional extra, another tokenizer: byte-offset alignment for real) where it is installed, else a
+second instance of the student (which shows the path, not what a stronger teacher adds).
 
     python bench/distill.py [--samples 2] [--max-tokens 128] [--repeats 2] [--gamma 0.9] [--skip-self]
 """
@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine, save_plot, table  # noqa: E402
+from bench.common import OUT, machine, save_plot, table  # noqa: E402
 from chunkwise.core import Engine, GenerationRequest  # noqa: E402
 from chunkwise.core.corpus import Document  # noqa: E402
 from chunkwise.core.distill import generate_corpus  # noqa: E402
@@ -175,7 +175,7 @@ def teacher_and_knn(args) -> dict:
                        for name, text in (("validation", validation), ("test", test))}}
     for name in ("self", "teacher GGUF", "corpus teacher"):
         engine = Engine(n_threads=2)
-        teacher = load_teacher(engine.runtime.model_path) if name == "teacher GGUF" else None
+        teacher = load_teacher(args.teacher_path, n_threads=2) if name == "teacher GGUF" else None
         try:
             result = mine(engine, train, gamma=args.teacher_gamma, teacher=teacher, knn=True,
                           corpus_teacher=name == "corpus teacher")
@@ -209,6 +209,20 @@ def teacher_and_knn(args) -> dict:
     return out
 
 
+def teacher_path(choice: str | None) -> Path:
+    """The teacher of part 2: *choice* ('gemma' or a path), else Gemma 3 270M where installed, else the student."""
+    from chunkwise.core.errors import ModelError
+    from chunkwise.core.models import gemma_path, model_alias
+    from chunkwise.core.paths import bundled_model_path, resolve_model_path
+
+    if choice and not model_alias(choice):
+        return resolve_model_path(choice)
+    try:
+        return gemma_path(OUT / "models")        # assembled once, beside bench/models.py's files
+    except ModelError:
+        return bundled_model_path()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=2)
@@ -217,7 +231,12 @@ def main() -> None:
     ap.add_argument("--gamma", type=float, default=0.9)
     ap.add_argument("--teacher-gamma", type=float, default=0.5)
     ap.add_argument("--skip-self", action="store_true", help="only part 2")
+    ap.add_argument("--teacher", default=None,
+                    help="the teacher GGUF of part 2: a path, or 'gemma' (the optional extra); default: "
+                         "Gemma 3 270M if installed, else a second copy of the student")
     args = ap.parse_args()
+    args.teacher_path = teacher_path(args.teacher)
+    print(f"Teacher GGUF: {args.teacher_path.name}")
     print(f"Machine: {machine()}\n")
     tasks = json.loads((ROOT / "bench" / "data" / "email_prompts.json").read_text(encoding="utf-8"))["tasks"]
 

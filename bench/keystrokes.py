@@ -163,13 +163,22 @@ def emails(persona: str, split: str) -> list[str]:
 def learned_engine(tmp: Path, persona: str, runtime, learn: bool) -> Engine:
     from chunkwise.core.learning import mine
 
-    path = tmp / f"{persona}-{'learned' if learn else 'pii'}.db"
+    path = tmp / f"{persona}-{'learned-gemma' if learn == 'gemma' else 'learned' if learn else 'pii'}.db"
     fresh = not path.exists()
     engine = Engine(store=ChunkStore(path), n_threads=2, runtime=runtime)
     if fresh:
         persona_profile(engine.store, persona)
-        if learn:   # what Tools -> Learn from my writing runs (app/window.py)
-            files = sorted(str(p) for p in (PERSONAS / persona).glob("sent-*.txt"))
+        files = sorted(str(p) for p in (PERSONAS / persona).glob("sent-*.txt"))
+        if learn == "gemma":   # KCD-LM with a real teacher: Gemma 3 270M (optional extra), another tokenizer
+            from chunkwise.core.learning import load_teacher
+            from chunkwise.core.models import gemma_path
+
+            teacher = load_teacher(gemma_path(OUT / "models"), n_threads=2)
+            try:
+                mine(engine, read_corpus(files), gamma=0.5, knn=True, teacher=teacher)
+            finally:
+                teacher.close()
+        elif learn:   # what Tools -> Learn from my writing runs (app/window.py)
             mine(engine, read_corpus(files), gamma=0.5, knn=True, corpus_teacher=True)
     engine.refresh()
     return engine
@@ -181,6 +190,11 @@ CONFIGS = {
     "learned, defaults": (True, {}),
     "learned, kNN off": (True, {"knn_enabled": False}),
     "learned, chunks off": (True, {"chunks_enabled": False}),
+}
+# Run only when named (--configs): they need the optional Gemma 3 270M (pip install 'chunkwise[gemma]').
+OPTIONAL_CONFIGS = {
+    "learned, Gemma teacher": ("gemma", {}),
+    "learned, Gemma teacher, kNN off": ("gemma", {"knn_enabled": False}),
 }
 
 
@@ -289,7 +303,7 @@ def knn_distance(split: str, tmp: Path) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--split", choices=("dev", "test", "both", "all"), default="both")
-    ap.add_argument("--configs", nargs="*", default=None, help=f"some of: {', '.join(CONFIGS)}")
+    ap.add_argument("--configs", nargs="*", default=None, help=f"some of: {', '.join([*CONFIGS, *OPTIONAL_CONFIGS])}")
     ap.add_argument("--sweep", action="store_true", help="keystroke savings against the threshold, and a plot")
     ap.add_argument("--knn-distance", action="store_true", help="kNN-LM accuracy by distance to the nearest context")
     ap.add_argument("--threshold", type=float, default=None, help="instead of Settings().threshold")
@@ -315,6 +329,7 @@ def report(split: str, tmp: Path, args) -> None:
         print(f"### {split} split\n\n" + end_sweep(split, tmp))
         return
     configs = {k: v for k, v in CONFIGS.items() if args.configs is None or k in args.configs}
+    configs |= {k: v for k, v in OPTIONAL_CONFIGS.items() if args.configs and k in args.configs}
     results = run(split, configs, tmp, args.verbose, threshold=args.threshold)
     print(f"\n### {split} split ({sum(n for _t, n in results.values()) // max(len(results), 1)} emails)\n")
     print(table(HEADERS, [t.row(name, n) for name, (t, n) in results.items()]))

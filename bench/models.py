@@ -22,6 +22,7 @@ perplexity of each side's text under the base model.
 
     python bench/models.py quant [--repeats 7]
     python bench/models.py decode [--repeats 3] [--max-tokens 48]
+    python bench/models.py decode --teacher gemma     # SmolLM2 with a store mined by Gemma 3 270M (KCD-LM)
 """
 from __future__ import annotations
 
@@ -182,6 +183,22 @@ def continuation_ppl(rt: LlamaRuntime, prompt: str, text: str) -> tuple[float, i
     return -float(lp.sum()), len(lp)
 
 
+def learn_with(engine: Engine, teacher: str, folder: Path) -> int:
+    """Learn from the persona's sent mail: as the editor does (the corpus as teacher), or with Gemma
+    3 270M as the KCD-LM teacher (issue 15 point 5)."""
+    if teacher == "corpus":
+        return learn(engine, LEARNED_FROM[USER])
+    from chunkwise.core.corpus import read_corpus
+    from chunkwise.core.learning import load_teacher, mine
+
+    rt = load_teacher(gemma_path(folder), n_threads=2)
+    try:
+        files = sorted(str(p) for p in (PERSONAS / LEARNED_FROM[USER]).glob("sent-*.txt"))
+        return mine(engine, read_corpus(files), gamma=0.5, knn=True, teacher=rt).new_chunks
+    finally:
+        rt.close()
+
+
 def decode_one(name: str, path: Path, args) -> dict:
     profiles = json.loads((DATA / "profiles.json").read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -189,7 +206,7 @@ def decode_one(name: str, path: Path, args) -> dict:
         build_store(db, profiles[USER])
         engine = Engine(path, ChunkStore(db), n_threads=2)
         t = time.perf_counter()
-        learned = learn(engine, LEARNED_FROM[USER])
+        learned = learn_with(engine, args.teacher, Path(args.models))
         engine.refresh()
         setup = time.perf_counter() - t
         settings = Settings(max_tokens=args.max_tokens)
@@ -225,7 +242,8 @@ def decode_one(name: str, path: Path, args) -> dict:
 def decode(args) -> None:
     print(f"Machine: {machine()}\n")
     files = model_files(Path(args.models))
-    chosen = {k: v for k, v in files.items() if "bundled" in k or k.startswith("Gemma")}
+    chosen = {k: v for k, v in files.items() if "bundled" in k or (k.startswith("Gemma") and args.teacher == "corpus")}
+    print(f"Learned store: mined with {'the corpus as teacher (what Learn from my writing runs)' if args.teacher == 'corpus' else 'Gemma 3 270M as teacher (KCD-LM)'}")
     results = {}
     for name, path in chosen.items():
         results[name] = decode_one(name, path, args)
@@ -262,7 +280,7 @@ def decode(args) -> None:
     ax.set_ylabel("%")
     ax.set_title("Chunk insertion on two models, the editor's populated store")
     ax.legend(fontsize=7)
-    print("plot:", save_plot(fig, "models-decode.png"))
+    print("plot:", save_plot(fig, "models-decode.png" if args.teacher == "corpus" else "models-decode-gemma-teacher.png"))
 
 
 def main() -> None:
@@ -275,6 +293,8 @@ def main() -> None:
     d = sub.add_parser("decode", help="FPS/TTS/quality with a populated store on SmolLM2 and Gemma")
     d.add_argument("--repeats", type=int, default=3)
     d.add_argument("--max-tokens", type=int, default=48)
+    d.add_argument("--teacher", choices=("corpus", "gemma"), default="corpus",
+                   help="how the learned store is mined; gemma: SmolLM2 only, Gemma 3 270M as its teacher")
     for p in (q, d):
         p.add_argument("--models", default=str(OUT / "models"),
                        help="where the requantised and assembled files are made once (kept out of git)")

