@@ -11,6 +11,7 @@ from pathlib import Path
 os.environ.setdefault("CHUNKWISE_PASSPHRASE", "chunkwise-benchmark-only")
 
 OUT = Path(__file__).resolve().parent / "out"
+MODELS = OUT / "models"   # model files the benches make once (requantised copies, Gemma assembled); not in git
 DOCS_IMG = Path(__file__).resolve().parents[1] / "docs" / "img"
 
 

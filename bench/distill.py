@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import OUT, machine, save_plot, table  # noqa: E402
+from bench.common import MODELS, machine, save_plot, table  # noqa: E402
 from chunkwise.core import Engine, GenerationRequest  # noqa: E402
 from chunkwise.core.corpus import Document  # noqa: E402
 from chunkwise.core.distill import generate_corpus  # noqa: E402
@@ -218,7 +218,7 @@ def teacher_path(choice: str | None) -> Path:
     if choice and not model_alias(choice):
         return resolve_model_path(choice)
     try:
-        return gemma_path(OUT / "models")        # assembled once, beside bench/models.py's files
+        return gemma_path(MODELS)        # assembled once, beside bench/models.py's files
     except ModelError:
         return bundled_model_path()
 

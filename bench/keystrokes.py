@@ -47,7 +47,6 @@ import numpy as np  # noqa: E402
 
 from bench.common import OUT, machine, save_plot, table  # noqa: E402
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
-from chunkwise.core.corpus import read_corpus  # noqa: E402
 from chunkwise.core.settings import Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,26 +159,16 @@ def emails(persona: str, split: str) -> list[str]:
     return [(PERSONAS / n).read_text(encoding="utf-8").strip() for n in names if n.startswith(persona + "/")]
 
 
-def learned_engine(tmp: Path, persona: str, runtime, learn: bool) -> Engine:
-    from chunkwise.core.learning import mine
+def learned_engine(tmp: Path, persona: str, runtime, learn: bool | str) -> Engine:
+    from bench.personal import learn as learn_mail
 
     path = tmp / f"{persona}-{'learned-gemma' if learn == 'gemma' else 'learned' if learn else 'pii'}.db"
     fresh = not path.exists()
     engine = Engine(store=ChunkStore(path), n_threads=2, runtime=runtime)
     if fresh:
         persona_profile(engine.store, persona)
-        files = sorted(str(p) for p in (PERSONAS / persona).glob("sent-*.txt"))
-        if learn == "gemma":   # KCD-LM with a real teacher: Gemma 3 270M (optional extra), another tokenizer
-            from chunkwise.core.learning import load_teacher
-            from chunkwise.core.models import gemma_path
-
-            teacher = load_teacher(gemma_path(OUT / "models"), n_threads=2)
-            try:
-                mine(engine, read_corpus(files), gamma=0.5, knn=True, teacher=teacher)
-            finally:
-                teacher.close()
-        elif learn:   # what Tools -> Learn from my writing runs (app/window.py)
-            mine(engine, read_corpus(files), gamma=0.5, knn=True, corpus_teacher=True)
+        if learn:   # what Tools -> Learn from my writing runs (app/window.py), or KCD-LM with Gemma as teacher
+            learn_mail(engine, persona, "gemma" if learn == "gemma" else "corpus")
     engine.refresh()
     return engine
 

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from bench.common import OUT, machine, save_plot, table  # noqa: E402
+from bench.common import MODELS, machine, save_plot, table  # noqa: E402
 from bench.distill import rouge_l  # noqa: E402
 from bench.personal import DATA, LEARNED_FROM, PERSONAS, body_prompt, build_store, learn, load_cases  # noqa: E402
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
@@ -183,22 +183,6 @@ def continuation_ppl(rt: LlamaRuntime, prompt: str, text: str) -> tuple[float, i
     return -float(lp.sum()), len(lp)
 
 
-def learn_with(engine: Engine, teacher: str, folder: Path) -> int:
-    """Learn from the persona's sent mail: as the editor does (the corpus as teacher), or with Gemma
-    3 270M as the KCD-LM teacher (issue 15 point 5)."""
-    if teacher == "corpus":
-        return learn(engine, LEARNED_FROM[USER])
-    from chunkwise.core.corpus import read_corpus
-    from chunkwise.core.learning import load_teacher, mine
-
-    rt = load_teacher(gemma_path(folder), n_threads=2)
-    try:
-        files = sorted(str(p) for p in (PERSONAS / LEARNED_FROM[USER]).glob("sent-*.txt"))
-        return mine(engine, read_corpus(files), gamma=0.5, knn=True, teacher=rt).new_chunks
-    finally:
-        rt.close()
-
-
 def decode_one(name: str, path: Path, args) -> dict:
     profiles = json.loads((DATA / "profiles.json").read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -206,7 +190,7 @@ def decode_one(name: str, path: Path, args) -> dict:
         build_store(db, profiles[USER])
         engine = Engine(path, ChunkStore(db), n_threads=2)
         t = time.perf_counter()
-        learned = learn_with(engine, args.teacher, Path(args.models))
+        learned = learn(engine, LEARNED_FROM[USER], args.teacher)     # the teacher: issue 15 point 5
         engine.refresh()
         setup = time.perf_counter() - t
         settings = Settings(max_tokens=args.max_tokens)
@@ -296,7 +280,7 @@ def main() -> None:
     d.add_argument("--teacher", choices=("corpus", "gemma"), default="corpus",
                    help="how the learned store is mined; gemma: SmolLM2 only, Gemma 3 270M as its teacher")
     for p in (q, d):
-        p.add_argument("--models", default=str(OUT / "models"),
+        p.add_argument("--models", default=str(MODELS),
                        help="where the requantised and assembled files are made once (kept out of git)")
     args = ap.parse_args()
     (quant if args.part == "quant" else decode)(args)

@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import OUT, machine, table  # noqa: E402
+from bench.common import MODELS, OUT, machine, table  # noqa: E402
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
 from chunkwise.core.corpus import read_corpus  # noqa: E402
 from chunkwise.core.details import find_details  # noqa: E402
@@ -73,14 +73,23 @@ def build_store(path: Path, user: dict) -> dict[int, str]:
     return field_of
 
 
-def learn(engine: Engine, persona: str) -> int:
-    from chunkwise.core.learning import mine
+def learn(engine: Engine, persona: str, teacher: str = "corpus") -> int:
+    """Learn *persona*'s sent mail into the engine's store: as Learn from my writing does (the corpus
+    as teacher), or with ``teacher="gemma"``: Gemma 3 270M (the optional extra) as KCD-LM teacher."""
+    from chunkwise.core.learning import load_teacher, mine
 
     files = sorted(str(p) for p in (PERSONAS / persona).glob("sent-*.txt"))
     if not files:
         return 0
-    result = mine(engine, read_corpus(files), gamma=0.5, knn=True, corpus_teacher=True)
-    return result.new_chunks
+    if teacher == "corpus":
+        return mine(engine, read_corpus(files), gamma=0.5, knn=True, corpus_teacher=True).new_chunks
+    from chunkwise.core.models import gemma_path
+
+    rt = load_teacher(gemma_path(MODELS), n_threads=2)
+    try:
+        return mine(engine, read_corpus(files), gamma=0.5, knn=True, teacher=rt).new_chunks
+    finally:
+        rt.close()
 
 
 def run_case(engine: Engine, case: dict, settings: Settings) -> dict:

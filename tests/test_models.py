@@ -91,4 +91,5 @@ def test_the_examples_in_models_hold():
 
     from chunkwise.core import models
 
-    assert doctest.testmod(models).failed == 0 and doctest.testmod(models).attempted >= 2
+    result = doctest.testmod(models)
+    assert result.failed == 0 and result.attempted >= 2
