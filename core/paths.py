@@ -147,6 +147,6 @@ def resolve_model_path(path: str | os.PathLike | None) -> Path:
         return bundled_model_path()
     from .models import gemma_path, model_alias
 
-    if model_alias(chosen) is not None and not Path(chosen).expanduser().exists():
+    if model_alias(chosen) is not None and not Path(chosen).expanduser().is_file():   # a file named so wins
         return gemma_path()
     return Path(chosen).expanduser()

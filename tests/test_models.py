@@ -93,3 +93,16 @@ def test_the_examples_in_models_hold():
 
     result = doctest.testmod(models)
     assert result.failed == 0 and result.attempted >= 2
+
+
+def test_the_gemma_name_is_not_shadowed_by_a_folder_of_that_name(tmp_path, monkeypatch):
+    """Catches: `--model gemma` run from a folder that holds a `gemma/` directory (a download
+    folder, a checkout) failing with "Model path is a folder"; only a file named so is taken."""
+    _fake_package(monkeypatch, lambda path, overwrite=False: path.write_bytes(b"GGUF whole") or path)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gemma").mkdir()
+    resolved = resolve_model_path("gemma")
+    assert resolved.is_file() and resolved.name == "gemma-test.gguf"
+    (tmp_path / "gemma").rmdir()
+    (tmp_path / "gemma").write_bytes(b"GGUF mine")
+    assert resolve_model_path("gemma").resolve() == (tmp_path / "gemma").resolve()
