@@ -32,6 +32,19 @@ def test_the_bundled_model_ships_a_classifier_that_matches_the_training_corpus(r
     assert {"phone", "email", "address", "iban", "none", "third_party"} <= set(clf.classes)
 
 
+def test_every_shipped_classifier_matches_the_training_corpus():
+    """Each model a classifier ships for (the bundled one, and Gemma 3 270M of the optional extra,
+    which trains for about an hour on two cores) must have been trained on today's corpus and code:
+    a stale file is silently ignored and that model's users train again.  Catches a corpus edit or a
+    change in the classifier's inputs without re-running tools/train_slots.py for every model."""
+    source = f"{slots.source_id()}|{ModelStats.source_id()}"
+    files = sorted(slots.TRAINING_FILE.parent.glob("slots-*.npz"))
+    assert len(files) >= 2, files                                 # the bundled model's and Gemma's
+    for path in files:
+        with np.load(path, allow_pickle=False) as data:
+            assert str(data["source"]) == source, f"{path.name}: run tools/train_slots.py for its model"
+
+
 def test_chunks_are_typed_by_their_own_contexts(profile_engine):
     """No rules on labels: the phone chunk is a phone because its contexts read like phone lead-ins."""
     engine, ids = profile_engine
