@@ -327,9 +327,11 @@ class Decoder:
             # chunks took the place of better kNN tokens).  Mixed once here, reused by sample().
             state.logits, state.mixed = self.knn.mix_logits(state.logits, state.hidden), True
         choice = int(np.argmax(state.logits))
+        # Mid-word, or once the model has written past where the user's own chunks may go (most
+        # steps of a suggestion), only a mined phrase after its entry token can come: no search, mostly.
         ask = dict(exclude=self._used_chunks, greedy=greedy, last_token=self.rt.tokens[-1] if self.rt.tokens else None,
                    model_choice=choice, gate_mined=state.mixed,
-                   word_start=not inside_word(self._text, self.rt.piece(choice)))   # mid-word: no search (mostly)
+                   word_start=not inside_word(self._text, self.rt.piece(choice)), own=self.own_chunks_fit())
         proposal = self.matcher.propose(state.hidden, state.local, self._text, **ask)
         # Where the model would break the line ("Kind regards," then the name), the chunk starts a line.
         self._line_break = proposal is not None and self.rt.piece(int(np.argmax(state.logits))) == b"\n"
@@ -392,12 +394,17 @@ class Decoder:
         - whose: :meth:`writer_owns_slot`, unless the user typed this value
           after these very words before (a learned context says it is theirs).
         """
-        lead_in = self._text[self._prompt_chars:]
-        if len(lead_in.split()) > LEAD_IN_WORDS or any(ch in lead_in for ch in ".!?\n"):
+        if not self.own_chunks_fit():
             return False
         if is_sentence(proposal.text):
             return at_clause_start(self._text)       # the writer's own sentence: whose it is needs no asking
         return proposal.learned or self.writer_owns_slot()
+
+    def own_chunks_fit(self) -> bool:
+        """Whether the text written so far still leads into one of the user's own chunks: no more
+        than LEAD_IN_WORDS words of the model's and no sentence or line ended since the cursor."""
+        lead_in = self._text[self._prompt_chars:]
+        return len(lead_in.split()) <= LEAD_IN_WORDS and not any(ch in lead_in for ch in ".!?\n")
 
     def writer_owns_slot(self) -> bool:
         """The user's own detail, not a colleague's or the hotel's (core/whose.py).

@@ -348,7 +348,7 @@ class ChunkMatcher(MatchingState):
     def propose(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
                 exclude: Iterable[int] = (), greedy: bool = True, last_token: int | None = None,
                 model_choice: int | None = None, gate_mined: bool = False, typed: bool = True,
-                word_start: bool = True) -> Proposal | None:
+                word_start: bool = True, own: bool = True) -> Proposal | None:
         """The chunk to offer at this step with its acceptance probability, or None.
 
         *greedy*: the caller accepts only when q >= 0.5, so weaker matches are
@@ -357,9 +357,10 @@ class ChunkMatcher(MatchingState):
         so only the retrieval path is asked.  *word_start* False: the next token goes on with
         the word the text ends in (``text.inside_word``), where none of the user's own values
         or phrases starts, so only mined chunks after their entry token are looked for -- on most
-        such steps nothing is, and the step costs no search at all.
+        such steps nothing is, and the step costs no search at all.  *own* False: none of the user's
+        own chunks (values, snippets) can go here (Decoder.own_chunks_fit), the same search as mid-word.
         """
-        if not word_start:
+        if not word_start or not own:
             if last_token is not None and last_token not in self._mined_entries:
                 return None
             typed = False
@@ -372,7 +373,7 @@ class ChunkMatcher(MatchingState):
         floor = self.calibration.raw_cutoff(self.threshold) if greedy else max(self.eta, self.calibration.background)
         ranked = self.candidates(hidden, hidden_local, text, exclude, min_match=floor, last_token=last_token,
                                  model_choice=model_choice, gate_mined=gate_mined, whitened=whitened,
-                                 experts=word_start)
+                                 experts=word_start and own)
         # A typed chunk comes only where the slot classifier agrees (the typed route above);
         # context similarity alone put phone numbers where email addresses go.  Except
         # after a phrase the user themself typed the value after (a learned context).

@@ -40,3 +40,23 @@ def test_with_drafts_the_sampled_token_is_shown_before_the_batch_that_checks_its
         shown.append(piece.text)
     assert gen.stats.draft_accepted > 0 and any(n > 1 for *_, n in checks)   # drafts were checked in batches
     assert all(expected == text for expected, text, _ in checks), [c for c in checks if c[0] != c[1]][:2]
+
+
+def test_past_the_cursor_the_users_own_chunks_are_not_searched_for(pii_engine, monkeypatch):
+    """Once the model has written a word, none of the user's values can go in (Decoder.fits_here), so
+    a store of values alone asks neither the slot classifier nor the context index again: the
+    per-token cost of having chunks on (bench/overhead.py).  Catches the search running on at every step."""
+    matcher = pii_engine.matcher_ready()
+    asked = []
+    for name in ("candidates", "type_agreement"):
+        real = getattr(matcher, name)
+
+        def spy(hidden, local, text, *args, _real=real, **kwargs):
+            asked.append(text)
+            return _real(hidden, local, text, *args, **kwargs)
+
+        monkeypatch.setattr(matcher, name, spy)
+    out = pii_engine.generate(GenerationRequest(EMAIL_OPENING + "Thanks again for the lovely dinner on", max_tokens=20))
+    assert out.stats.tokens >= 10 and out.text.split()            # the model wrote words
+    assert asked                                                  # the cursor itself was asked about
+    assert all(not text[len(asked[0]):].split() for text in asked), asked[-1][len(asked[0]):]
