@@ -14,7 +14,10 @@ Part ``decode``: the editor's path on both models, side by side.  One populated 
 store learned from a persona's sent mail with what Learn from my writing runs), the editor's
 request settings (``Settings().suggestion_request``, longer suggestions: ``--max-tokens``), and
 three kinds of prompts: personal details, snippets (dev positives of bench/personal.py) and the
-persona's new emails at each paragraph start (the learned store's place).  Each prompt runs
+persona's new emails at each paragraph start (where learned phrases may come).  The table says
+which part of the store each insertion came from: a value, a snippet or a learned phrase.  With
+``--learned-only`` the store is the learned one alone, on the paragraph starts: what a teacher's
+chunks change, with no library snippet taking those places first.  Each prompt runs
 with chunks on and off (the same engine and store, kNN-LM as the editor has it), alternating,
 the KV cache reset before every run.  Reported: forward passes saved (FPS), time per token
 saved on decode time (TTS), ROUGE-L of the chunk side's text against the plain side's, and the
@@ -23,6 +26,7 @@ perplexity of each side's text under the base model.
     python bench/models.py quant [--repeats 7]
     python bench/models.py decode [--repeats 3] [--max-tokens 48]
     python bench/models.py decode --teacher gemma     # SmolLM2 with a store mined by Gemma 3 270M (KCD-LM)
+    python bench/models.py decode --learned-only [--teacher gemma]   # the learned store alone: a teacher's chunks
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ from bench.personal import DATA, LEARNED_FROM, PERSONAS, body_prompt, build_stor
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
 from chunkwise.core.corpus import Document  # noqa: E402
 from chunkwise.core.errors import ModelError  # noqa: E402
+from chunkwise.core.matching import REPEATABLE_KINDS  # noqa: E402
 from chunkwise.core.llama_runtime import LlamaRuntime  # noqa: E402
 from chunkwise.core.models import QUANT_TYPES, gemma_path, requantised  # noqa: E402
 from chunkwise.core.paths import bundled_model_path  # noqa: E402
@@ -167,11 +172,11 @@ def quant(args) -> None:
 def prompts_by_kind() -> dict[str, list[str]]:
     cases = [c for c in load_cases("dev") if c["kind"] == "positive" and c["user"] == USER]
     out = {"personal details": [c["text"] for c in cases if not c["field"].startswith("snippet")],
-           "snippets": [c["text"] for c in cases if c["field"].startswith("snippet")], "learned store": []}
+           "snippets": [c["text"] for c in cases if c["field"].startswith("snippet")], "paragraph starts": []}
     for path in sorted((PERSONAS / LEARNED_FROM[USER]).glob("new-*.txt")):
         text = path.read_text(encoding="utf-8")
         starts = [i + 2 for i in range(len(text) - 2) if text[i:i + 2] == "\n\n"]
-        out["learned store"] += [text[:i] for i in starts]
+        out["paragraph starts"] += [text[:i] for i in starts]
     return out
 
 
@@ -187,7 +192,8 @@ def decode_one(name: str, path: Path, args) -> dict:
     profiles = json.loads((DATA / "profiles.json").read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "store.db"
-        build_store(db, profiles[USER])
+        if not args.learned_only:
+            build_store(db, profiles[USER])
         engine = Engine(path, ChunkStore(db), n_threads=2)
         t = time.perf_counter()
         learned = learn(engine, LEARNED_FROM[USER], args.teacher)     # the teacher: issue 15 point 5
@@ -196,8 +202,10 @@ def decode_one(name: str, path: Path, args) -> dict:
         settings = Settings(max_tokens=args.max_tokens)
         rows = {}
         for kind, prompts in prompts_by_kind().items():
+            if args.learned_only and kind != "paragraph starts":
+                continue
             acc = {"tokens": [0, 0], "steps": [0, 0], "secs": [0.0, 0.0], "nll": [0.0, 0.0], "ntok": [0, 0],
-                   "rouge": [], "chunks": 0}
+                   "rouge": [], "chunks": 0, "by": {"value": 0, "snippet": 0, "learned": 0}}
             for p in prompts:
                 request = settings.suggestion_request(body_prompt(p))
                 times, outs = ([], []), [None, None]
@@ -217,6 +225,10 @@ def decode_one(name: str, path: Path, args) -> dict:
                     acc["nll"][side] += nll
                     acc["ntok"][side] += n
                 acc["chunks"] += outs[1].stats.chunks
+                for span in outs[1].spans:                 # which part of the store was inserted
+                    source = span.as_dict()["kind"]
+                    acc["by"][("learned" if source in REPEATABLE_KINDS else "snippet" if source == "snippet"
+                               else "value")] += 1
                 acc["rouge"].append(rouge_l(outs[1].text, outs[0].text))
             rows[kind] = acc | {"prompts": len(prompts)}
         engine.close()
@@ -226,7 +238,10 @@ def decode_one(name: str, path: Path, args) -> dict:
 def decode(args) -> None:
     print(f"Machine: {machine()}\n")
     files = model_files(Path(args.models))
-    chosen = {k: v for k, v in files.items() if "bundled" in k or (k.startswith("Gemma") and args.teacher == "corpus")}
+    chosen = {k: v for k, v in files.items()
+              if "bundled" in k or (k.startswith("Gemma") and args.teacher == "corpus" and not args.learned_only)}
+    if args.learned_only:
+        print("Store: the learned store alone (no library), SmolLM2 only, paragraph starts only")
     print(f"Learned store: mined with {'the corpus as teacher (what Learn from my writing runs)' if args.teacher == 'corpus' else 'Gemma 3 270M as teacher (KCD-LM)'}")
     results = {}
     for name, path in chosen.items():
@@ -241,13 +256,16 @@ def decode(args) -> None:
             tts = 1 - per[1] / per[0]
             ppl = [math.exp(a["nll"][i] / max(1, a["ntok"][i])) for i in (0, 1)]
             plot[(name, kind)] = (fps, tts)
-            lines.append([name, kind, a["prompts"], a["chunks"], f"{a['tokens'][1]} / {a['steps'][1]}",
+            by = a["by"]
+            lines.append([name, kind, a["prompts"], a["chunks"], f"{by['value']} / {by['snippet']} / {by['learned']}",
+                          f"{a['tokens'][1]} / {a['steps'][1]}",
                           f"{100 * fps:.1f}%", f"{100 * tts:.1f}%", f"{1000 * per[0]:.1f} / {1000 * per[1]:.1f}",
                           f"{statistics.mean(a['rouge']):.2f}", f"{ppl[0]:.2f} / {ppl[1]:.2f}"])
     print(f"The editor's request (greedy, stop at a blank line, threshold {Settings().threshold:g}, kNN-LM as "
           f"after Learn) with {args.max_tokens} tokens; chunks on against off on the same engine and store, "
           f"{args.repeats} alternating repeats, the cache reset before each run; time on decode (prefill excluded):")
-    print(table(["model", "prompts", "n", "chunks inserted", "tokens / forward passes (chunks on)", "FPS", "TTS",
+    print(table(["model", "prompts", "n", "chunks inserted", "of which values / snippets / learned phrases",
+                 "tokens / forward passes (chunks on)", "FPS", "TTS",
                  "ms per token off / on", "ROUGE-L on vs off", "perplexity under base, off / on"], lines))
     import matplotlib
 
@@ -264,7 +282,8 @@ def decode(args) -> None:
     ax.set_ylabel("%")
     ax.set_title("Chunk insertion on two models, the editor's populated store")
     ax.legend(fontsize=7)
-    print("plot:", save_plot(fig, "models-decode.png" if args.teacher == "corpus" else "models-decode-gemma-teacher.png"))
+    name = "models-decode" + ("" if args.teacher == "corpus" else "-gemma-teacher") + ("-learned" if args.learned_only else "")
+    print("plot:", save_plot(fig, name + ".png"))
 
 
 def main() -> None:
@@ -279,6 +298,8 @@ def main() -> None:
     d.add_argument("--max-tokens", type=int, default=48)
     d.add_argument("--teacher", choices=("corpus", "gemma"), default="corpus",
                    help="how the learned store is mined; gemma: SmolLM2 only, Gemma 3 270M as its teacher")
+    d.add_argument("--learned-only", action="store_true",
+                   help="no library: the learned store alone, on SmolLM2, at paragraph starts (what a teacher changes)")
     for p in (q, d):
         p.add_argument("--models", default=str(MODELS),
                        help="where the requantised and assembled files are made once (kept out of git)")

@@ -1,0 +1,119 @@
+"""A user's snippets where a new paragraph starts: the closing line at the end, nothing mid-email.
+
+bench/personal.py asks whether a snippet comes where it is asked for; this asks where it comes
+unasked.  Each user library of bench/personal.py (three users, each with two snippets: an
+availability sentence and a closing line) is stored as the user types it, and each paragraph
+start of the personas' new emails of a split (bench/data/personas/split.json) is sent through the
+editor's own framing and request settings (``body_prompt``, 24 tokens, greedy, chunks on at the
+default threshold).  Places:
+
+  closing   the last body paragraph or the sign-off block: the closing-line snippet may go there
+  mid-email after the greeting or a body paragraph with more to come: no snippet goes there
+
+Printed per split: snippets inserted at mid-email places (false), closing lines at closing
+places, and any other snippet at a closing place (false).  ``--sweep`` repeats the dev run at
+other shares of the type cut a snippet needs (``matching.SENTENCE_CUT``) and the snippet dev
+positives of bench/personal.py with each, to show what raising that bar costs.
+
+    python bench/paragraphs.py [--split dev|test|both] [--sweep 0.4 0.7 1.0]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import machine, table  # noqa: E402
+from bench.personal import DATA, PERSONAS, body_prompt, build_store, load_cases  # noqa: E402
+from chunkwise.core import ChunkStore, Engine  # noqa: E402
+from chunkwise.core import matching  # noqa: E402
+from chunkwise.core.llama_runtime import LlamaRuntime  # noqa: E402
+from chunkwise.core.paths import bundled_model_path  # noqa: E402
+from chunkwise.core.settings import Settings  # noqa: E402
+
+
+def places(split: str) -> list[tuple[str, bool]]:
+    """(text up to a paragraph start, whether a closing line may go there) for the split's emails."""
+    out = []
+    for name in json.loads((PERSONAS / "split.json").read_text(encoding="utf-8"))[split]:
+        paragraphs = (PERSONAS / name).read_text(encoding="utf-8").split("\n\n")
+        for k in range(1, len(paragraphs)):           # the last paragraph is the sign-off block
+            out.append(("\n\n".join(paragraphs[:k]) + "\n\n", k >= len(paragraphs) - 2))
+    return out
+
+
+def run(rt: LlamaRuntime, split: str, with_positives: bool) -> Counter:
+    settings, tally = Settings(), Counter()
+    profiles = json.loads((DATA / "profiles.json").read_text(encoding="utf-8"))
+    positives = [c for c in load_cases(split) if c["kind"] == "positive" and c["field"].startswith("snippet")]
+    with tempfile.TemporaryDirectory() as tmp:
+        for user, profile in profiles.items():
+            db = Path(tmp) / f"{user}.db"
+            field_of = build_store(db, profile)
+            engine = Engine(runtime=rt, store=ChunkStore(db))
+            engine.refresh()
+
+            def first_snippet(text: str) -> str | None:
+                rt.reset()
+                out = engine.generate(settings.suggestion_request(body_prompt(text)), record_use=False)
+                fields = [field_of.get(s.chunk_id) or "" for s in out.spans]
+                return next((f for f in fields if f.startswith("snippet")), None)
+
+            for text, closing in places(split):
+                got = first_snippet(text)
+                tally["closing places" if closing else "mid-email places"] += 1
+                if got is None:
+                    continue
+                if not closing:
+                    tally["snippet mid-email"] += 1
+                elif got == "snippet_signoff_line":
+                    tally["closing line at a closing place"] += 1
+                else:
+                    tally["other snippet at a closing place"] += 1
+            for case in positives if with_positives else []:
+                if case["user"] == user:
+                    tally["snippet positives"] += 1
+                    tally["snippet positives right"] += first_snippet(case["text"]) == case["field"]
+            engine.store.close()
+    return tally
+
+
+def row(label: str, t: Counter) -> list:
+    mid, closing = t["mid-email places"], t["closing places"]
+    cells = [label, f"{t['snippet mid-email']}/{mid} ({100 * t['snippet mid-email'] / max(1, mid):.0f}%)",
+             f"{t['closing line at a closing place']}/{closing}", f"{t['other snippet at a closing place']}/{closing}"]
+    if t["snippet positives"]:
+        cells.append(f"{t['snippet positives right']}/{t['snippet positives']}")
+    return cells
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--split", choices=("dev", "test", "both"), default="both")
+    ap.add_argument("--sweep", nargs="*", type=float, default=None,
+                    help="shares of the type cut a snippet needs (matching.SENTENCE_CUT), dev split")
+    args = ap.parse_args()
+    print(f"Machine: {machine()}\n")
+    rt = LlamaRuntime(str(bundled_model_path()), n_threads=2)
+    headers = ["", "snippet inserted mid-email", "closing line at a closing place", "other snippet at a closing place"]
+    if args.sweep:
+        rows, default = [], matching.SENTENCE_CUT
+        for cut in args.sweep:
+            matching.SENTENCE_CUT = cut
+            rows.append(row(f"SENTENCE_CUT {cut:g}" + (" (default)" if cut == default else ""), run(rt, "dev", True)))
+        matching.SENTENCE_CUT = default
+        print("### dev split, by the share of the type cut a snippet needs\n")
+        print(table(headers + ["snippet dev positives right (bench/personal.py)"], rows))
+        return
+    for split in (("dev", "test") if args.split == "both" else (args.split,)):
+        print(f"### {split} split\n")
+        print(table(headers, [row("editor defaults", run(rt, split, False))]) + "\n")
+
+
+if __name__ == "__main__":
+    main()
