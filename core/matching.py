@@ -366,10 +366,10 @@ class ChunkMatcher(MatchingState):
             typed = False
         whitened = Once(lambda: self.whiten(hidden, hidden_local))
         if typed:
-            own = (self.learned_proposal(text, exclude)
-                   or self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened))
-            if own is not None:
-                return own
+            typed_here = (self.learned_proposal(text, exclude)
+                          or self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened))
+            if typed_here is not None:
+                return typed_here
         floor = self.calibration.raw_cutoff(self.threshold) if greedy else max(self.eta, self.calibration.background)
         ranked = self.candidates(hidden, hidden_local, text, exclude, min_match=floor, last_token=last_token,
                                  model_choice=model_choice, gate_mined=gate_mined, whitened=whitened,
