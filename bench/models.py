@@ -45,7 +45,8 @@ import numpy as np  # noqa: E402
 
 from bench.common import MODELS, machine, save_plot, table  # noqa: E402
 from bench.distill import rouge_l  # noqa: E402
-from bench.personal import DATA, LEARNED_FROM, PERSONAS, body_prompt, build_store, learn, load_cases  # noqa: E402
+from bench.personal import (DATA, LEARNED_FROM, PERSONAS, body_prompt, build_store, learn, load_cases,  # noqa: E402
+                            paragraph_starts)
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
 from chunkwise.core.corpus import Document  # noqa: E402
 from chunkwise.core.errors import ModelError  # noqa: E402
@@ -174,9 +175,7 @@ def prompts_by_kind() -> dict[str, list[str]]:
     out = {"personal details": [c["text"] for c in cases if not c["field"].startswith("snippet")],
            "snippets": [c["text"] for c in cases if c["field"].startswith("snippet")], "paragraph starts": []}
     for path in sorted((PERSONAS / LEARNED_FROM[USER]).glob("new-*.txt")):
-        text = path.read_text(encoding="utf-8")
-        starts = [i + 2 for i in range(len(text) - 2) if text[i:i + 2] == "\n\n"]
-        out["paragraph starts"] += [text[:i] for i in starts]
+        out["paragraph starts"] += paragraph_starts(path.read_text(encoding="utf-8"))
     return out
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import machine, table  # noqa: E402
-from bench.personal import DATA, PERSONAS, body_prompt, build_store, load_cases  # noqa: E402
+from bench.personal import DATA, PERSONAS, body_prompt, build_store, load_cases, paragraph_starts  # noqa: E402
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
 from chunkwise.core import matching  # noqa: E402
 from chunkwise.core.llama_runtime import LlamaRuntime  # noqa: E402
@@ -41,9 +41,9 @@ def places(split: str) -> list[tuple[str, bool]]:
     """(text up to a paragraph start, whether a closing line may go there) for the split's emails."""
     out = []
     for name in json.loads((PERSONAS / "split.json").read_text(encoding="utf-8"))[split]:
-        paragraphs = (PERSONAS / name).read_text(encoding="utf-8").split("\n\n")
-        for k in range(1, len(paragraphs)):           # the last paragraph is the sign-off block
-            out.append(("\n\n".join(paragraphs[:k]) + "\n\n", k >= len(paragraphs) - 2))
+        starts = paragraph_starts((PERSONAS / name).read_text(encoding="utf-8"))
+        # the last paragraph is the sign-off block: a closing line goes before it or before the one above it
+        out += [(text, k >= len(starts) - 2) for k, text in enumerate(starts)]
     return out
 
 

@@ -53,6 +53,16 @@ def body_prompt(text: str) -> str:
     return text.rstrip(" ")
 
 
+def paragraph_starts(text: str) -> list[str]:
+    r"""The text up to each paragraph start (after each blank line): where a paragraph's first words go.
+
+    >>> paragraph_starts("Hi Tom,\n\nThanks.\n\nBest,\nAna")
+    ['Hi Tom,\n\n', 'Hi Tom,\n\nThanks.\n\n']
+    """
+    paragraphs = text.split("\n\n")
+    return ["\n\n".join(paragraphs[:k]) + "\n\n" for k in range(1, len(paragraphs))]
+
+
 def load_cases(split: str) -> list[dict]:
     cases = json.loads((DATA / "cases.json").read_text(encoding="utf-8"))
     test_ids = set(json.loads((DATA / "split.json").read_text(encoding="utf-8"))["test"])
