@@ -37,13 +37,15 @@ from chunkwise.core.paths import bundled_model_path  # noqa: E402
 from chunkwise.core.settings import Settings  # noqa: E402
 
 
-def places(split: str) -> list[tuple[str, bool]]:
-    """(text up to a paragraph start, whether a closing line may go there) for the split's emails."""
+def places(split: str) -> list[tuple[str, str]]:
+    """(text up to a paragraph start, "greeting" | "body" | "closing") for the split's emails: right
+    after the greeting line, after a body paragraph with more to come, or where a closing line may go."""
     out = []
     for name in json.loads((PERSONAS / "split.json").read_text(encoding="utf-8"))[split]:
         starts = paragraph_starts((PERSONAS / name).read_text(encoding="utf-8"))
         # the last paragraph is the sign-off block: a closing line goes before it or before the one above it
-        out += [(text, k >= len(starts) - 2) for k, text in enumerate(starts)]
+        out += [(text, "closing" if k >= len(starts) - 2 else "greeting" if k == 0 else "body")
+                for k, text in enumerate(starts)]
     return out
 
 
@@ -64,13 +66,16 @@ def run(rt: LlamaRuntime, split: str, with_positives: bool) -> Counter:
                 fields = [field_of.get(s.chunk_id) or "" for s in out.spans]
                 return next((f for f in fields if f.startswith("snippet")), None)
 
-            for text, closing in places(split):
+            for text, where in places(split):
                 got = first_snippet(text)
+                closing = where == "closing"
                 tally["closing places" if closing else "mid-email places"] += 1
+                tally[f"places after the {where}"] += 1
                 if got is None:
                     continue
                 if not closing:
                     tally["snippet mid-email"] += 1
+                    tally[f"snippet after the {where}"] += 1
                 elif got == "snippet_signoff_line":
                     tally["closing line at a closing place"] += 1
                 else:
@@ -86,6 +91,8 @@ def run(rt: LlamaRuntime, split: str, with_positives: bool) -> Counter:
 def row(label: str, t: Counter) -> list:
     mid, closing = t["mid-email places"], t["closing places"]
     cells = [label, f"{t['snippet mid-email']}/{mid} ({100 * t['snippet mid-email'] / max(1, mid):.0f}%)",
+             f"{t['snippet after the greeting']}/{t['places after the greeting']}",
+             f"{t['snippet after the body']}/{t['places after the body']}",
              f"{t['closing line at a closing place']}/{closing}", f"{t['other snippet at a closing place']}/{closing}"]
     if t["snippet positives"]:
         cells.append(f"{t['snippet positives right']}/{t['snippet positives']}")
@@ -100,7 +107,8 @@ def main() -> None:
     args = ap.parse_args()
     print(f"Machine: {machine()}\n")
     rt = LlamaRuntime(str(bundled_model_path()), n_threads=2)
-    headers = ["", "snippet inserted mid-email", "closing line at a closing place", "other snippet at a closing place"]
+    headers = ["", "snippet inserted mid-email", "of which after the greeting", "of which after a body paragraph",
+               "closing line at a closing place", "other snippet at a closing place"]
     if args.sweep:
         rows, default = [], matching.SENTENCE_CUT
         for cut in args.sweep:

@@ -40,7 +40,7 @@ import numpy as np
 from .encoding import BACKGROUND_FILE, ModelStats
 from .slots import SlotClassifier
 from .matching_state import MatchingState
-from .text import current_sentence, is_sentence, lead_in, words
+from .text import at_line_start, current_sentence, is_sentence, lead_in, words
 
 CANDIDATES = 16          # nearest contexts fetched per step
 LEXICAL_WEIGHT = 0.3     # weight of word overlap in the chunk choice
@@ -427,7 +427,10 @@ class ChunkMatcher(MatchingState):
             info = self._chunks[chunk_id]
             # A snippet sentence goes only where a sentence or clause starts (Decoder.fits_here), a
             # gate that ordinary text mostly fails already; the classifier need be less sure there.
-            cut = self.type_cutoff * (SENTENCE_CUT if is_sentence(info["text"]) else 1.0)
+            # Not at the start of a line, which every paragraph passes: after "Hi Oskar," the closing
+            # line came with the lower bar (bench/paragraphs.py).
+            lowered = is_sentence(info["text"]) and not at_line_start(text)
+            cut = self.type_cutoff * (SENTENCE_CUT if lowered else 1.0)
             if score < cut or chunk_id in skip or info["text"] in recent or self.avoided(chunk_id, text):
                 continue
             return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],

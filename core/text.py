@@ -99,6 +99,16 @@ def at_clause_start(text: str) -> bool:
     return not tail or tail[-1] in ".!?:;,\n"
 
 
+def at_line_start(text: str) -> bool:
+    r"""Whether the next word would begin a line (a paragraph, after a greeting line, a list item):
+    where any clause may start, so being at a clause start says nothing there.
+
+    >>> at_line_start("Hi Tom,\n\n"), at_line_start("Hi Tom,\n"), at_line_start("Thanks.  "), at_line_start("")
+    (True, True, False, False)
+    """
+    return text.rstrip(" \t").endswith("\n")
+
+
 def opens_paragraph(text: str) -> bool:
     """Whether a continuation of *text* may open with a blank line: after a sentence, a greeting
     line ("Hi Oskar,"), or at the start of a line; not after "Call me:" or mid-sentence.
