@@ -105,6 +105,11 @@ class ComposeWindow(QMainWindow, EmailActions):
         self._at_line_start = False     # the cursor starts an empty line: the suggestion's leading newlines go
         self._tab_waiting = False       # Tab pressed before the suggestion arrived: take it when it has
         self._in_flight = -1            # the request sent and not finished yet
+        # Pieces received per request, and a finish that came before its last pieces: Qt delivered a
+        # request's `finished` ahead of its last `piece` (seen in tests/test_editor.py's Alt+] test),
+        # so a finish waits until the count the worker sent has arrived.
+        self._received: dict[int, int] = {}
+        self._early_finish: dict[int, dict] = {}
         self._last_request: GenerationRequest | None = None
         self._request_place = None
         self.alternatives = Alternatives()   # Alt+] / Alt+[ (app/alternatives.py)
@@ -433,6 +438,13 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.request_generation.emit(self.current_id, request)
 
     def _on_piece(self, request_id: int, piece: Piece) -> None:
+        self._received[request_id] = self._received.get(request_id, 0) + 1
+        self._show_piece(request_id, piece)
+        early = self._early_finish.get(request_id)
+        if early is not None and self._received[request_id] >= early.get("pieces", 0):
+            self._on_finished(request_id, self._early_finish.pop(request_id))
+
+    def _show_piece(self, request_id: int, piece: Piece) -> None:
         editor = self.current_editor
         alternative = request_id == self.alternatives.request_id
         if (request_id != self.current_id and not alternative) or editor is None:
@@ -448,6 +460,10 @@ class ComposeWindow(QMainWindow, EmailActions):
             editor.add_ghost(piece)
 
     def _on_finished(self, request_id: int, stats: dict) -> None:
+        if self._received.get(request_id, 0) < stats.get("pieces", 0):
+            self._early_finish[request_id] = stats       # its last pieces are still on their way
+            return
+        self._received.pop(request_id, None)
         if request_id == self.alternatives.request_id:
             if stats.get("stop_reason") == "cancelled":
                 self.alternatives.request_id = -1
@@ -512,6 +528,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.alt_label.setText(self.alternatives.label() if self._alternatives_on_screen() else "")
 
     def _on_failed(self, request_id: int, message: str) -> None:
+        self._received.pop(request_id, None)
         if request_id == self.alternatives.request_id:
             self.alternatives.request_id = -1        # no more alternatives here; the suggestion stays
             return

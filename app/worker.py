@@ -220,13 +220,16 @@ class ModelWorker(QObject):
         first = None
         try:
             gen = self.engine.stream(request, cancelled=lambda: self.latest != request_id)
+            sent = 0
             for piece in gen:
                 if self.latest != request_id:
                     break
                 first = first or time.perf_counter()
                 self.piece.emit(request_id, piece)
+                sent += 1
             stats = gen.stats.as_dict()
             stats["passes_saved"] = gen.stats.passes_saved
+            stats["pieces"] = sent           # the window waits for them all (ComposeWindow._on_finished)
             stats["received_at"], stats["first_piece_at"] = received, first   # time.perf_counter()
             self.finished.emit(request_id, stats)
         except ChunkwiseError as exc:

@@ -18,7 +18,7 @@ from typing import Sequence
 
 from .paths import atomic_write, default_db_path
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass
@@ -37,7 +37,8 @@ class Settings:
     anchor_reduction: bool = False  # drop earlier sentences from the KV cache (costs quality; no memory gain)
     knn_enabled: bool = True        # mix in the kNN-LM of the user's mined writing once Tools → Learn ran
                                     # (bench/keystrokes.py: the better predictor of a person's new mail)
-    natural_end: bool = False       # a suggestion ends after a sentence, or before a word the model is unsure of
+    natural_end: bool = True        # a suggestion ends after a sentence, or before a word the model is unsure of
+                                    # (the whole suggestion sooner: bench/editor_latency.py --complete)
                                     # (opt-in: Alt+[ showed the best suggestion cut short once in CI with it on)
     unsure_below: float = 0.3       # that word's probability (bench/keystrokes.py --split dev --natural-end)
     learn_while_writing: bool = True   # a library value typed by hand teaches its lead-in; Esc counts against
@@ -103,7 +104,8 @@ def _migrate(data: dict) -> dict:
     Version 1 saved every field, so its ``knn_enabled: false`` was the old
     default, not a choice: version 2 turns predicting from the user's writing
     on (it does nothing until Tools → Learn has run), and an untouched
-    threshold of 0.15 becomes the new default 0.3.
+    threshold of 0.15 becomes the new default 0.3.  Version 3 ends suggestions at a natural end;
+    version 2 saved ``natural_end: false`` as its default, so that too is turned on.
     """
     version = data.get("schema_version", 1)
     if not isinstance(version, int) or version > SCHEMA_VERSION:
@@ -112,6 +114,8 @@ def _migrate(data: dict) -> dict:
         data["knn_enabled"] = True
         if data.get("threshold") == 0.15:         # the old default, not a choice: the new one
             data["threshold"] = 0.3
+    if version < 3:
+        data["natural_end"] = True
     data["schema_version"] = SCHEMA_VERSION
     return data
 

@@ -71,7 +71,7 @@ def _mark_finished(monkeypatch):
 
     def patched(self, request_id, stats):
         original(self, request_id, stats)
-        if request_id == self.current_id:
+        if request_id == self.current_id and request_id not in getattr(self, "_early_finish", {}):
             self.last_stats = {**stats, "_done_id": request_id}
 
     monkeypatch.setattr(ComposeWindow, "_on_finished", patched)
@@ -287,7 +287,7 @@ def test_settings_persist_with_a_schema_version(tmp_path):
     save_settings(s, path)
     loaded, notes = load_settings(path)
     assert loaded == s and notes == []
-    assert json.loads(path.read_text())["schema_version"] == 2
+    assert json.loads(path.read_text())["schema_version"] == 3
     path.write_text(json.dumps({"threshold": 7, "mystery": 1, "debounce_ms": 100}))
     loaded, notes = load_settings(path)
     assert loaded.threshold == Settings().threshold and loaded.debounce_ms == 100 and len(notes) == 2
@@ -306,6 +306,17 @@ def test_old_settings_get_the_new_knn_default_but_a_new_choice_stays(tmp_path):
     assert load_settings(path)[0].threshold == 0.3                     # the old default becomes the new one
     save_settings(replace(loaded, knn_enabled=False), path)
     assert load_settings(path)[0].knn_enabled is False
+
+
+def test_version_2_settings_get_natural_end_but_a_version_3_choice_stays(tmp_path):
+    """Version 2 saved natural_end=false as its default (opt-in then); version 3 turns it on once, and
+    a user who then turns it off keeps it off.  Catches a migration that is skipped or repeated."""
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"schema_version": 2, "natural_end": False, "threshold": 0.4}))
+    loaded, notes = load_settings(path)
+    assert loaded.natural_end is True and loaded.threshold == 0.4 and notes == []
+    save_settings(replace(loaded, natural_end=False), path)
+    assert load_settings(path)[0].natural_end is False
 
 
 def test_default_store_location_is_used_when_none_is_set(qtbot, tmp_path):
@@ -750,9 +761,29 @@ def test_alt_brackets_cycle_other_suggestions_and_tab_takes_the_one_shown(qtbot,
     assert w.alternatives.count == 0 and w.alt_label.text() == "" and not body.has_ghost()
 
 
+def test_a_finish_delivered_before_the_last_piece_waits_for_it(qtbot, make_window):
+    """Bug caught (issue 15.1): Qt delivered a request's `finished` before its last `piece` (traced in
+    the Alt+] test above, 1 run in 5-13 with natural end on), so the alternatives kept the suggestion
+    without its last word and Alt+[ showed " keep an eye out for " for " keep an eye out for your".
+    Here the worker's own signals arrive in that order; the window must show, and keep, every piece."""
+    w = make_window()
+    body = type_and_wait(qtbot, w, "Hi Tom,\n\nThanks for the report. I will")
+    qtbot.waitUntil(lambda: w.alternatives.request_id == -1, timeout=WAIT)      # the lane is idle
+    rid = w._new_request_id()
+    w.current_id, w._request_place = rid, (body, body.anchor)
+    body.start_ghost()
+    stats = {"tokens": 2, "seconds": 0.01, "chunks": 0, "passes_saved": 0, "stop_reason": "end", "pieces": 2}
+    w.worker.piece.emit(rid, Piece(" keep"))
+    w.worker.finished.emit(rid, stats)
+    w.worker.piece.emit(rid, Piece(" going"))
+    qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == rid, timeout=WAIT)
+    assert body.ghost_text == " keep going"
+    assert "".join(p.text for p in w.alternatives.options[0]) == " keep going"
+
+
 def test_suggestions_end_at_a_natural_end_unless_turned_off_in_settings(qtbot, make_window):
-    """Off in Settings (the default): the suggestion runs on; on: the same words, ended after a sentence
-    or before a word the model doubts."""
+    """On in Settings (the default): the suggestion ends after a sentence or before a word the model
+    doubts; off: the same words, run on to the length asked."""
     from chunkwise.app.settings_dialog import SettingsDialog
 
     w = make_window()
@@ -766,15 +797,16 @@ def test_suggestions_end_at_a_natural_end_unless_turned_off_in_settings(qtbot, m
         assert w.settings.natural_end == (not expected_before)
 
     body = type_and_wait(qtbot, w, "Hi Sam,\n\nThanks for the quick reply. I")
-    long = body.ghost_text
-    toggle_natural_end(False)
+    short = body.ghost_text
+    assert w.last_stats["stop_reason"] == "end"
+    toggle_natural_end(True)
     qtbot.keyClick(body, Qt.Key_Backspace)
     qtbot.keyClicks(body, "I")
     qtbot.waitUntil(lambda: bool(body.pieces) and w.last_stats.get("_done_id") == w.current_id, timeout=WAIT)
-    short = body.ghost_text
+    long = body.ghost_text
     assert body.toPlainText() == "Hi Sam,\n\nThanks for the quick reply. I"
     assert long.startswith(short) and len(short.split()) < len(long.split()), (short, long)
-    assert w.last_stats["stop_reason"] == "end"
+    assert w.last_stats["stop_reason"] != "end"
 
 
 def sent_mails(folder, count: int = 40) -> list[str]:
