@@ -9,7 +9,9 @@ without a restart.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from typing import Callable
+
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog,
                                QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMessageBox,
                                QPlainTextEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout)
@@ -20,6 +22,8 @@ from chunkwise.core.store import KINDS, validate_chunk
 from .theme import colours
 from .words import kind_name
 
+# The pause in typing a context after which the model reads the contexts (ChunkEditDialog's *prepare*).
+CONTEXT_PAUSE_MS = 300
 
 
 def locked_banner() -> QLabel:
@@ -45,7 +49,10 @@ def row_table(columns: list[str], stretch: tuple[int, ...]) -> QTableWidget:
 class ChunkEditDialog(QDialog):
     """Add or edit one chunk: kind, label, text, trigger contexts (one per line)."""
 
-    def __init__(self, parent=None, chunk=None, prefill: dict | None = None):
+    def __init__(self, parent=None, chunk=None, prefill: dict | None = None,
+                 prepare: Callable[[list[str]], None] | None = None):
+        """*prepare(contexts)*: called a moment after the contexts change (and once at open), so the
+        model reads them while the user types and the saved entry reaches suggestions sooner."""
         super().__init__(parent)
         self.setWindowTitle("Edit chunk" if chunk else "Add chunk")
         self.resize(520, 420)
@@ -83,6 +90,17 @@ class ChunkEditDialog(QDialog):
         self.label.setText(data.get("label") or "")
         self.text.setPlainText(data.get("text", ""))
         self.contexts.setPlainText("\n".join(data.get("contexts", [])))
+        self._prepare = prepare
+        self._read_ahead = QTimer(self, singleShot=True, interval=CONTEXT_PAUSE_MS)
+        self._read_ahead.timeout.connect(self._prepare_contexts)
+        self.contexts.textChanged.connect(self._read_ahead.start)
+        if prepare is not None and data.get("contexts"):
+            self._read_ahead.start()
+
+    def _prepare_contexts(self) -> None:
+        contexts = self.values()["contexts"]
+        if self._prepare is not None and contexts:
+            self._prepare(contexts)
 
     def values(self) -> dict:
         contexts = [line for line in self.contexts.toPlainText().splitlines() if line.strip()]
@@ -142,6 +160,11 @@ class LaneDialog(QDialog):
 
     def _locked(self, message: str) -> None:
         self.locked = message
+
+    def _prepare_contexts(self, contexts: list[str]) -> None:
+        """The model reads an entry's contexts while they are typed (Engine.prepare_contexts)."""
+        if not self.locked and hasattr(self.window_, "request_prepare"):
+            self.window_.request_prepare.emit(list(contexts))
 
     def _store_changed(self, chunk_ids: list[int] | None = None) -> None:
         """Matching follows the change: the worker encodes what changed and updates matching in place
@@ -294,7 +317,7 @@ class LibraryDialog(LaneDialog):
             QMessageBox.warning(self, "Add chunk", "The library could not be opened, so nothing can be added.")
             return False
         if values is None:
-            dialog = ChunkEditDialog(self, prefill=prefill)
+            dialog = ChunkEditDialog(self, prefill=prefill, prepare=self._prepare_contexts)
             if dialog.exec() != QDialog.Accepted:
                 return False
             values = dialog.values()
@@ -309,7 +332,7 @@ class LibraryDialog(LaneDialog):
             return False
         chunk = next(c for c in self.chunks if c.id == ids[0])
         if values is None:
-            dialog = ChunkEditDialog(self, chunk=chunk)
+            dialog = ChunkEditDialog(self, chunk=chunk, prepare=self._prepare_contexts)
             if dialog.exec() != QDialog.Accepted:
                 return False
             values = dialog.values()

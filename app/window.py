@@ -80,6 +80,7 @@ class ComposeWindow(QMainWindow, EmailActions):
     request_load = Signal(dict)
     request_threshold = Signal(float)
     request_refresh = Signal(object)          # chunk ids a library edit touched; None: read it all again
+    request_prepare = Signal(object)          # contexts typed into a library entry, read before its save
     request_use = Signal(int)
     request_learn = Signal(dict)
     request_tune = Signal(str)
@@ -261,6 +262,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.request_load.connect(w.load)
         self.request_threshold.connect(w.set_threshold)
         self.request_refresh.connect(w.refresh)
+        self.request_prepare.connect(w.prepare_contexts)
         self.request_use.connect(w.record_use)
         self.request_learn.connect(w.learn)
         self.request_tune.connect(w.tune)
@@ -691,7 +693,8 @@ class ComposeWindow(QMainWindow, EmailActions):
 
         context = lead_in(self.body_edit.toPlainText()[:cursor.selectionStart()])
         dialog = ChunkEditDialog(self, prefill={"text": text, "kind": "snippet",
-                                                "contexts": [context] if context else []})
+                                                "contexts": [context] if context else []},
+                                 prepare=None if self.locked_message else self.request_prepare.emit)
         if dialog.exec() != QDialog.Accepted:
             return False
         v = dialog.values()

@@ -324,6 +324,17 @@ class ModelWorker(QObject):
         except ChunkwiseError as exc:
             self.store_failed.emit(str(exc))
 
+    @Slot(object)
+    def prepare_contexts(self, contexts: list[str]) -> None:
+        """Read the contexts the user is typing into a library entry, so that saving it finds them read
+        (Engine.prepare_contexts).  Best effort: any failure leaves the save to read them itself."""
+        if self._stopping.is_set() or self.engine is None or self.locked:
+            return
+        try:
+            self.engine.prepare_contexts(contexts)
+        except Exception:                    # nothing is lost: the save encodes what is missing
+            _log_failure("reading contexts ahead")
+
     def cancel_job(self) -> None:
         """Called from the GUI thread (the Cancel button): a threading.Event, safe across threads."""
         self._cancel.set()

@@ -42,6 +42,8 @@ from chunkwise.core.store import DISMISSED, LEARNED  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PER_CHUNK = 4
+# The contexts of the entry added, then edited, with its contexts read while typed (Engine.prepare_contexts).
+AHEAD = {"add": ["My side business is", "I also run"], "edit": ["I also run", "My other employer is"]}
 
 
 def fill_learned(store: ChunkStore, model_id: int, stats, n_contexts: int, seed: int = 0) -> None:
@@ -123,15 +125,34 @@ def main() -> None:
                 store.remove_chunks([state["id"]])
                 return [state["id"]]
 
-            def offered(text):
-                return lambda: (p := propose_after(engine, text)) is not None and p.chunk_id == state["id"]
+            def add_read_ahead():
+                state["other"] = store.add_chunk("Fabrikam Studio", "pii", AHEAD["add"], label="company")
+                return [state["other"]]
+
+            def edit_read_ahead():
+                store.update_chunk(state["other"], text="Fabrikam Design", contexts=AHEAD["edit"])
+                return [state["other"]]
+
+            def delete_other():
+                store.remove_chunks([state["other"]])
+                return [state["other"]]
+
+            def offered(text, key="id"):
+                return lambda: (p := propose_after(engine, text)) is not None and p.chunk_id == state[key]
 
             return [("add a PII entry", add, offered("Hi Tom,\n\nThanks for the call. I work at")),
                     ("edit it", edit, offered("Hi Tom,\n\nThanks for the call. My employer is")),
                     ("learn a phrase typed before it", learn, offered("Hi Tom,\n\nThese days I am with")),
                     ("dismiss it somewhere", dismiss,
                      lambda: engine.matcher.avoided(state["id"], "Hi Tom,\n\nI spent the weekend at")),
-                    ("delete it", delete, lambda: not offered("Hi Tom,\n\nThanks for the call. My employer is")())]
+                    ("delete it", delete, lambda: not offered("Hi Tom,\n\nThanks for the call. My employer is")()),
+                    # The entry dialog has the model read the contexts while they are typed
+                    # (Engine.prepare_contexts, before the user presses OK: untimed here); the save reads none.
+                    ("add one, its contexts read as typed", add_read_ahead,
+                     offered("Hi Tom,\n\nGood to hear from you. My side business is", "other")),
+                    ("edit it, its contexts read as typed", edit_read_ahead,
+                     offered("Hi Tom,\n\nGood to hear from you. My other employer is", "other")),
+                    ("(delete that one)", delete_other, lambda: True)]
 
         from chunkwise.core import engine as engine_module
 
@@ -149,6 +170,8 @@ def main() -> None:
         engine_module.Encoder = TimedEncoder
         for repeat in range(args.repeats):
             for name, write, check in edits():
+                if name.endswith("read as typed"):
+                    engine.prepare_contexts(AHEAD[name.split()[0]])       # while the user types them: untimed
                 t0 = time.perf_counter()
                 ids = write()
                 t1 = time.perf_counter()
@@ -182,6 +205,8 @@ def main() -> None:
 
     rows = []
     for name, by in times.items():
+        if name.startswith("("):                 # clean-up between rounds, not an edit of its own
+            continue
         inplace, whole, write, enc = by["in place"], by["whole library"], by["store write"], by["encode"]
         rows.append([name, f"{statistics.median(write) * 1e3:.1f}", f"{statistics.median(inplace) * 1e3:.1f}",
                      f"{max(inplace) * 1e3:.1f}", f"{statistics.median(enc) * 1e3:.1f}",
@@ -211,7 +236,7 @@ def main() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = list(times)
+    names = [n for n in times if not n.startswith("(")]
     fig, ax = plt.subplots(figsize=(7, 3.5))
     x = np.arange(len(names))
     ax.bar(x - 0.2, [statistics.median(times[n]["in place"]) * 1e3 for n in names], 0.4, label="in place")

@@ -22,6 +22,7 @@ the store.
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -187,11 +188,46 @@ class ModelStats:
         return stats
 
 
+class ContextStates:
+    """The model's states after contexts read ahead of their save: context tokens -> (vector, local).
+
+    The library's entry dialog asks for them while the user types the contexts
+    (``Engine.prepare_contexts``), so saving the entry finds them read and the
+    next suggestion sees it without waiting for the model (bench/library_update.py).
+    A few dozen at most, in memory only: they are the user's text, as personal as the store.
+
+    >>> cache = ContextStates(capacity=1)
+    >>> cache.put((1, 2), np.zeros(2), np.ones(2)); cache.put((1, 3), np.zeros(2), np.ones(2))
+    >>> cache.get((1, 2)) is None, cache.get((1, 3)) is not None
+    (True, True)
+    """
+
+    def __init__(self, capacity: int = 64):
+        self.capacity = capacity
+        self._states: OrderedDict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+
+    def get(self, tokens: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+        found = self._states.get(tokens)
+        if found is not None:
+            self._states.move_to_end(tokens)
+        return found
+
+    def put(self, tokens: tuple[int, ...], vector: np.ndarray, local: np.ndarray) -> None:
+        self._states[tokens] = (vector, local)
+        self._states.move_to_end(tokens)
+        while len(self._states) > self.capacity:
+            self._states.popitem(last=False)
+
+    def clear(self) -> None:
+        self._states.clear()
+
+
 class Encoder:
     """Computes :class:`Encoding` rows for pending (context, chunk) pairs."""
 
-    def __init__(self, rt: LlamaRuntime):
+    def __init__(self, rt: LlamaRuntime, read_ahead: ContextStates | None = None):
         self.rt = rt
+        self.read_ahead = read_ahead
 
     def split(self, context: str, chunk: str) -> tuple[list[int], list[int]]:
         """(context tokens with BOS, chunk tokens as they continue that context)."""
@@ -226,15 +262,44 @@ class Encoder:
 
     def encode(self, pending: PendingEncoding) -> Encoding:
         ctx_tokens, chunk_tokens = self.split(pending.context, pending.chunk)
-        out = self.rt.sync(ctx_tokens, last=local_rows(len(ctx_tokens), first=1))   # BOS out, unless alone
+        vector, local = self.states(ctx_tokens)
         return Encoding(
             context_id=pending.context_id,
             entry_token=ctx_tokens[-1],
             chunk_tokens=tuple(chunk_tokens),
-            vector=out.hidden[-1],
-            vector_local=local_mean(out.hidden),
+            vector=vector,
+            vector_local=local,
             source_hash=pending.source_hash,
         )
+
+    def states(self, ctx_tokens: Sequence[int], keep: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """The final state and local mean after *ctx_tokens* (with BOS), read ahead or read now: (d,), (d,).
+        *keep*: kept among the read-ahead states (only what is read ahead of a save is)."""
+        key = tuple(ctx_tokens)
+        found = self.read_ahead.get(key) if self.read_ahead is not None else None
+        if found is not None:
+            return found
+        out = self.rt.sync(ctx_tokens, last=local_rows(len(ctx_tokens), first=1))   # BOS out, unless alone
+        vector, local = np.array(out.hidden[-1], copy=True), local_mean(out.hidden)
+        if keep and self.read_ahead is not None:
+            self.read_ahead.put(key, vector, local)
+        return vector, local
+
+    def read_ahead_of_save(self, contexts: Sequence[str]) -> int:
+        """Read *contexts* before their entry is saved; returns how many the model read (others were known).
+
+        The tokens are the context's own; where BPE merges it with its chunk's first
+        characters (``split``), the save reads that context again."""
+        read = 0
+        for context in contexts:
+            ctx = context.rstrip(" \t")
+            if not ctx.strip():
+                continue
+            tokens = tuple(self.rt.tokenize(ctx))
+            if self.read_ahead is None or self.read_ahead.get(tokens) is None:
+                self.states(tokens, keep=True)
+                read += 1
+        return read
 
     def encode_many(self, pending: Sequence[PendingEncoding],
                     progress: Callable[[int, int], None] | None = None,

@@ -23,7 +23,7 @@ from typing import Callable, Iterator, Sequence
 
 from .decoding import Decoder, DecodeSettings, Piece, Stats
 from .drafting import NGramDrafter
-from .encoding import Encoder, ModelStats
+from .encoding import ContextStates, Encoder, ModelStats
 from .errors import ChunkwiseError
 from .knn import KnnLM, KnnSettings
 from .llama_runtime import LlamaRuntime
@@ -171,6 +171,7 @@ class Engine:
         self._matcher: ChunkMatcher | None = None   # built on first need (measures the model once)
         self._chunk_drafts = NGramDrafter()          # n-grams of the chunk texts, rebuilt on refresh
         self._refreshed = False
+        self._read_ahead = ContextStates()           # contexts read while the user typed them (prepare_contexts)
         self.index_status = ""
         self.knn_settings = KnnSettings()
         self._knn: KnnLM | None = None
@@ -252,7 +253,7 @@ class Engine:
         """
         incremental = chunk_ids is not None and self._refreshed
         pending = self.store.pending_encodings(self.model_id, chunk_ids if incremental else None)
-        encoder = Encoder(self.runtime)
+        encoder = Encoder(self.runtime, self._read_ahead)
         done = 0
         for start in range(0, len(pending), ENCODE_BATCH):
             if cancelled and cancelled():
@@ -274,6 +275,16 @@ class Engine:
             self._chunk_drafts.add_document(tokens)
         self._refreshed = True
         return done
+
+    def prepare_contexts(self, contexts: Sequence[str]) -> int:
+        """Read contexts the user is typing into a library entry, before it is saved; returns how
+        many the model read.  The save's refresh then finds them read (one forward pass each, the
+        larger part of an edit's time), so the next suggestion sees the entry sooner.
+
+        >>> engine.prepare_contexts(["The company I work for is"])          # doctest: +SKIP
+        1
+        """
+        return Encoder(self.runtime, self._read_ahead).read_ahead_of_save(contexts)
 
     def matcher_ready(self) -> ChunkMatcher | None:
         """The matcher over an up-to-date store, or None when the store is empty."""
@@ -449,6 +460,7 @@ class Engine:
         """Match against *store* from now on (a library unlocked after start), closing the one used
         so far; the model stays loaded.  Returns the number of contexts encoded for it."""
         old, self.store = self.store, store
+        self._read_ahead.clear()           # one library's typing is not kept for another
         rt = self.runtime
         self.model_id = store.model_id(rt.identity, rt.name, rt.n_embd)
         self._refreshed, self._knn = False, None
@@ -459,5 +471,6 @@ class Engine:
         return self.refresh(progress, cancelled)
 
     def close(self) -> None:
+        self._read_ahead.clear()
         self.runtime.close()
         self.store.close()

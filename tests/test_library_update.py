@@ -128,3 +128,48 @@ def test_a_matcher_never_loaded_proposes_nothing(library):
     m.slots = library.matcher.slots
     h = np.zeros(m.dim, np.float32)
     assert m.propose(h, h, "Please call me at") is None and m.type_agreement(h, h, "x") == {} and len(m) == 0
+
+
+def test_contexts_read_ahead_of_the_save_are_not_read_again_and_encode_the_same(library, monkeypatch):
+    """Issue 15.6: the library's entry dialog has the model read an entry's contexts while the user
+    types them (Engine.prepare_contexts), so its save costs no forward pass.  Catches a read-ahead the
+    save does not find (tokens keyed differently from Encoder.split's), and states kept as a view into
+    llama.cpp's buffer, which a later pass overwrites: the stored vectors must equal a plain encoding's."""
+    engine, store = library, library.store
+    contexts = ["I work at", "The company I work for is"]
+    assert engine.prepare_contexts(contexts + ["  "]) == 2               # blank lines are not contexts
+    assert engine.prepare_contexts(contexts) == 0                        # already read
+    engine.runtime_states(engine.runtime.tokenize("Something else entirely, to overwrite the buffers."))
+    passes = []
+    real_sync = engine.runtime.sync
+    monkeypatch.setattr(engine.runtime, "sync", lambda *a, **k: passes.append(a) or real_sync(*a, **k))
+    ahead = store.add_chunk("Northwind Traders Ltd", "pii", contexts, label="company")
+    assert engine.refresh(chunk_ids=[ahead]) == 2
+    assert passes == []                                                 # the save read nothing
+    monkeypatch.undo()
+    engine._read_ahead.clear()                                           # the same entry, read at its save
+    at_save = store.add_chunk("Northwind Traders Ltd.", "pii", contexts, label="company")
+    engine.refresh(chunk_ids=[at_save])
+    for column in ("vector", "vector_local"):
+        a, b = (store.encoding_vectors([e.label for e in store.valid_encodings(engine.model_id, [cid])], column)
+                for cid in (ahead, at_save))
+        assert a.shape == (2, engine.runtime.n_embd) and np.array_equal(a, b), column
+    _same(engine)
+
+
+def test_the_entry_dialog_has_the_contexts_read_while_they_are_typed(qtbot):
+    """The dialog asks for the contexts a moment after the typing stops (and not per key)."""
+    from PySide6.QtCore import Qt
+
+    from chunkwise.app.library import CONTEXT_PAUSE_MS, ChunkEditDialog
+
+    asked = []
+    dialog = ChunkEditDialog(prepare=asked.append)
+    qtbot.addWidget(dialog)
+    dialog.contexts.setFocus()
+    qtbot.keyClicks(dialog.contexts, "I work at")
+    qtbot.keyClick(dialog.contexts, Qt.Key_Return)
+    qtbot.keyClicks(dialog.contexts, "My employer is")
+    assert asked == []                                                   # still typing
+    qtbot.waitUntil(lambda: bool(asked), timeout=CONTEXT_PAUSE_MS * 10)
+    assert asked == [["I work at", "My employer is"]]
