@@ -94,13 +94,18 @@ class ChunkEditDialog(QDialog):
         self._read_ahead = QTimer(self, singleShot=True, interval=CONTEXT_PAUSE_MS)
         self._read_ahead.timeout.connect(self._prepare_contexts)
         self.contexts.textChanged.connect(self._read_ahead.start)
-        if prepare is not None and data.get("contexts"):
-            self._read_ahead.start()
+        if prepare is not None and chunk is None and data.get("contexts"):
+            self._read_ahead.start()              # new contexts filled in (a selection's lead-in); an entry's
+                                                  # own were read when it was saved
 
     def _prepare_contexts(self) -> None:
         contexts = self.values()["contexts"]
-        if self._prepare is not None and contexts:
+        if self._prepare is not None and contexts and self.isVisible():
             self._prepare(contexts)
+
+    def done(self, result: int) -> None:
+        self._read_ahead.stop()                   # OK: the save reads what is left; Cancel: nothing more to read
+        super().done(result)
 
     def values(self) -> dict:
         contexts = [line for line in self.contexts.toPlainText().splitlines() if line.strip()]

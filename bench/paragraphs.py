@@ -16,6 +16,7 @@ other shares of the type cut a snippet needs (``matching.SENTENCE_CUT``) and the
 positives of bench/personal.py with each, to show what raising that bar costs.
 
     python bench/paragraphs.py [--split dev|test|both] [--sweep 0.4 0.7 1.0]
+    python bench/paragraphs.py --readings          # what the classifier reads there (dev)
 """
 from __future__ import annotations
 
@@ -88,6 +89,34 @@ def run(rt: LlamaRuntime, split: str, with_positives: bool) -> Counter:
     return tally
 
 
+def readings(rt: LlamaRuntime, split: str) -> list[list]:
+    """What the slot gate reads for each user's closing-line snippet at each kind of place: the
+    type agreement ``typed_proposal`` compares with the cut (min-max over the split's places)."""
+    from chunkwise.core.encoding import local_mean, local_rows
+
+    profiles = json.loads((DATA / "profiles.json").read_text(encoding="utf-8"))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for user, profile in profiles.items():
+            db = Path(tmp) / f"{user}.db"
+            field_of = build_store(db, profile)
+            engine = Engine(runtime=rt, store=ChunkStore(db))
+            engine.refresh()
+            closing = next(c for c, f in field_of.items() if f == "snippet_signoff_line")
+            seen: dict[str, list[float]] = {}
+            for text, where in places(split):
+                text = body_prompt(text)
+                rt.reset()
+                tokens = rt.tokenize(text, add_special=True)
+                out = rt.sync(tokens, last=local_rows(len(tokens)), hidden=True, copy=True)
+                agreement = engine.matcher.type_agreement(out.hidden[-1], local_mean(out.hidden), text)
+                seen.setdefault(where, []).append(agreement.get(closing, 0.0))
+            rows.append([user, f"{engine.matcher.type_cutoff:.2f}"]
+                        + [f"{min(seen[w]):.2f}-{max(seen[w]):.2f}" for w in ("greeting", "body", "closing")])
+            engine.store.close()
+    return rows
+
+
 def row(label: str, t: Counter) -> list:
     mid, closing = t["mid-email places"], t["closing places"]
     cells = [label, f"{t['snippet mid-email']}/{mid} ({100 * t['snippet mid-email'] / max(1, mid):.0f}%)",
@@ -104,9 +133,17 @@ def main() -> None:
     ap.add_argument("--split", choices=("dev", "test", "both"), default="both")
     ap.add_argument("--sweep", nargs="*", type=float, default=None,
                     help="shares of the type cut a snippet needs (matching.SENTENCE_CUT), dev split")
+    ap.add_argument("--readings", action="store_true",
+                    help="the closing-line snippet's type agreement at each kind of place, per user")
     args = ap.parse_args()
     print(f"Machine: {machine()}\n")
     rt = LlamaRuntime(str(bundled_model_path()), n_threads=2)
+    if args.readings:
+        split = "dev" if args.split == "both" else args.split
+        print(f"### {split} split: the closing-line snippet's type agreement (min-max over the places)\n")
+        print(table(["user", "type cut", "right after the greeting", "after a body paragraph",
+                     "at a closing place"], readings(rt, split)))
+        return
     headers = ["", "snippet inserted mid-email", "of which after the greeting", "of which after a body paragraph",
                "closing line at a closing place", "other snippet at a closing place"]
     if args.sweep:

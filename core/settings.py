@@ -39,7 +39,6 @@ class Settings:
                                     # (bench/keystrokes.py: the better predictor of a person's new mail)
     natural_end: bool = True        # a suggestion ends after a sentence, or before a word the model is unsure of
                                     # (the whole suggestion sooner: bench/editor_latency.py --complete)
-                                    # (opt-in: Alt+[ showed the best suggestion cut short once in CI with it on)
     unsure_below: float = 0.3       # that word's probability (bench/keystrokes.py --split dev --natural-end)
     learn_while_writing: bool = True   # a library value typed by hand teaches its lead-in; Esc counts against
     learn_from_sent: bool = False      # opt-in: an email opened in the mail client is learned from

@@ -130,6 +130,29 @@ def test_a_matcher_never_loaded_proposes_nothing(library):
     assert m.propose(h, h, "Please call me at") is None and m.type_agreement(h, h, "x") == {} and len(m) == 0
 
 
+def test_a_snippet_needs_the_full_type_cut_only_at_the_start_of_a_line(library, monkeypatch):
+    """The lowered bar for a snippet sentence (SENTENCE_CUT of the type cut) holds after a sentence
+    within a line and not at a line start, where every place passes the clause-start gate
+    (bench/paragraphs.py: the closing line right after "Hi Jonas,").  Deterministic: the classifier's
+    agreement is set between the two bars, so a change to either side of the rule fails here."""
+    from chunkwise.core import matching
+
+    engine = library
+    snippet = engine.store.add_chunk("Many thanks, and do get in touch if anything is unclear.", "snippet",
+                                     ["Closing line", "Before my sign-off"], label="closing line")
+    engine.refresh(chunk_ids=[snippet])
+    m = engine.matcher
+    assert m.is_typed(snippet)
+    between = m.type_cutoff * (matching.SENTENCE_CUT + 1.0) / 2
+    monkeypatch.setattr(m, "type_agreement", lambda *a, **k: {snippet: between})
+    d = engine.runtime.n_embd
+    state = (np.zeros(d, np.float32), np.zeros(d, np.float32))
+    mid_line = m.typed_proposal(*state, "Hi Jonas,\n\nThe corrected invoice is attached, as we agreed. ")
+    line_start = m.typed_proposal(*state, "Hi Jonas,\n\n")
+    assert mid_line is not None and mid_line.chunk_id == snippet
+    assert line_start is None
+
+
 def test_contexts_read_ahead_of_the_save_are_not_read_again_and_encode_the_same(library, monkeypatch):
     """Issue 15.6: the library's entry dialog has the model read an entry's contexts while the user
     types them (Engine.prepare_contexts), so its save costs no forward pass.  Catches a read-ahead the
@@ -166,10 +189,18 @@ def test_the_entry_dialog_has_the_contexts_read_while_they_are_typed(qtbot):
     asked = []
     dialog = ChunkEditDialog(prepare=asked.append)
     qtbot.addWidget(dialog)
+    dialog.show()
     dialog.contexts.setFocus()
     qtbot.keyClicks(dialog.contexts, "I work at")
     qtbot.keyClick(dialog.contexts, Qt.Key_Return)
     qtbot.keyClicks(dialog.contexts, "My employer is")
     assert asked == []                                                   # still typing
     qtbot.waitUntil(lambda: bool(asked), timeout=CONTEXT_PAUSE_MS * 10)
+    assert asked == [["I work at", "My employer is"]]
+    # Cancelled before the pause: what was typed last is not read (it is thrown away).
+    qtbot.keyClick(dialog.contexts, Qt.Key_Return)
+    qtbot.keyClicks(dialog.contexts, "I am employed by")
+    qtbot.keyClick(dialog, Qt.Key_Escape)
+    assert not dialog.isVisible()
+    qtbot.wait(CONTEXT_PAUSE_MS * 3)
     assert asked == [["I work at", "My employer is"]]
