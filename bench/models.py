@@ -198,7 +198,9 @@ def decode_one(name: str, path: Path, args) -> dict:
         learned = learn(engine, LEARNED_FROM[USER], args.teacher)     # the teacher: issue 15 point 5
         engine.refresh()
         setup = time.perf_counter() - t
-        settings = Settings(max_tokens=args.max_tokens)
+        # Whole runs of --max-tokens: a natural end (the editor's default since settings schema 3) would
+        # cut the two sides at different places, and this measures decoding speed over the same length.
+        settings = Settings(max_tokens=args.max_tokens, natural_end=False)
         rows = {}
         for kind, prompts in prompts_by_kind().items():
             if args.learned_only and kind != "paragraph starts":

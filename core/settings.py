@@ -125,15 +125,26 @@ def load_settings(path: Path | None = None) -> tuple[Settings, list[str]]:
     if not path.exists():
         return Settings(), []
     try:
-        data = _migrate(json.loads(path.read_text(encoding="utf-8")))
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        before = dict(saved) if isinstance(saved, dict) else {}
+        data = _migrate(saved)
         known = {f.name for f in fields(Settings)}
         unknown = sorted(set(data) - known)
         settings = Settings(**{k: v for k, v in data.items() if k in known})
-    except (OSError, ValueError, TypeError) as exc:
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
         return Settings(), [f"Settings file {path} could not be read ({exc}); using defaults."]
     settings, notes = settings.validated()
     if unknown:
         notes.append(f"Ignored unknown settings: {', '.join(unknown)}.")
+    if before.get("schema_version", 1) != SCHEMA_VERSION:
+        if before.get("natural_end") is False and settings.natural_end:
+            notes.append("Suggestions now end after a sentence, or before a word the model is unsure of. To have "
+                         "every suggestion run to its full length, turn off Tools → Settings → End a suggestion "
+                         "at a natural end.")
+        try:
+            save_settings(settings, path)       # migrated once: the note is not shown again
+        except OSError:
+            pass                                # read-only config: migrated again next time, nothing lost
     return settings, notes
 
 

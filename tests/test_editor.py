@@ -314,7 +314,10 @@ def test_version_2_settings_get_natural_end_but_a_version_3_choice_stays(tmp_pat
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"schema_version": 2, "natural_end": False, "threshold": 0.4}))
     loaded, notes = load_settings(path)
-    assert loaded.natural_end is True and loaded.threshold == 0.4 and notes == []
+    assert loaded.natural_end is True and loaded.threshold == 0.4
+    assert len(notes) == 1 and "natural end" in notes[0]                 # told once, with where to turn it off
+    assert json.loads(path.read_text())["schema_version"] == 3           # saved migrated: not told again
+    assert load_settings(path) == (loaded, [])
     save_settings(replace(loaded, natural_end=False), path)
     assert load_settings(path)[0].natural_end is False
 
