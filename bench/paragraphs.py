@@ -50,42 +50,50 @@ def places(split: str) -> list[tuple[str, str]]:
     return out
 
 
-def run(rt: LlamaRuntime, split: str, with_positives: bool) -> Counter:
-    settings, tally = Settings(), Counter()
+def user_engines(rt: LlamaRuntime):
+    """(user, engine, chunk id -> field) for each user of bench/personal.py, the library stored as typed."""
     profiles = json.loads((DATA / "profiles.json").read_text(encoding="utf-8"))
-    positives = [c for c in load_cases(split) if c["kind"] == "positive" and c["field"].startswith("snippet")]
     with tempfile.TemporaryDirectory() as tmp:
         for user, profile in profiles.items():
             db = Path(tmp) / f"{user}.db"
             field_of = build_store(db, profile)
             engine = Engine(runtime=rt, store=ChunkStore(db))
             engine.refresh()
+            try:
+                yield user, engine, field_of
+            finally:
+                engine.store.close()
 
-            def first_snippet(text: str) -> str | None:
-                rt.reset()
-                out = engine.generate(settings.suggestion_request(body_prompt(text)), record_use=False)
-                fields = [field_of.get(s.chunk_id) or "" for s in out.spans]
-                return next((f for f in fields if f.startswith("snippet")), None)
 
-            for text, where in places(split):
-                got = first_snippet(text)
-                closing = where == "closing"
-                tally["closing places" if closing else "mid-email places"] += 1
-                tally[f"places after the {where}"] += 1
-                if got is None:
-                    continue
-                if not closing:
-                    tally["snippet mid-email"] += 1
-                    tally[f"snippet after the {where}"] += 1
-                elif got == "snippet_signoff_line":
-                    tally["closing line at a closing place"] += 1
-                else:
-                    tally["other snippet at a closing place"] += 1
-            for case in positives if with_positives else []:
-                if case["user"] == user:
-                    tally["snippet positives"] += 1
-                    tally["snippet positives right"] += first_snippet(case["text"]) == case["field"]
-            engine.store.close()
+def run(rt: LlamaRuntime, split: str, with_positives: bool) -> Counter:
+    settings, tally = Settings(), Counter()
+    positives = [c for c in load_cases(split) if c["kind"] == "positive" and c["field"].startswith("snippet")]
+    for user, engine, field_of in user_engines(rt):
+
+        def first_snippet(text: str) -> str | None:
+            rt.reset()
+            out = engine.generate(settings.suggestion_request(body_prompt(text)), record_use=False)
+            fields = [field_of.get(s.chunk_id) or "" for s in out.spans]
+            return next((f for f in fields if f.startswith("snippet")), None)
+
+        for text, where in places(split):
+            got = first_snippet(text)
+            closing = where == "closing"
+            tally["closing places" if closing else "mid-email places"] += 1
+            tally[f"places after the {where}"] += 1
+            if got is None:
+                continue
+            if not closing:
+                tally["snippet mid-email"] += 1
+                tally[f"snippet after the {where}"] += 1
+            elif got == "snippet_signoff_line":
+                tally["closing line at a closing place"] += 1
+            else:
+                tally["other snippet at a closing place"] += 1
+        for case in positives if with_positives else []:
+            if case["user"] == user:
+                tally["snippet positives"] += 1
+                tally["snippet positives right"] += first_snippet(case["text"]) == case["field"]
     return tally
 
 
@@ -94,26 +102,19 @@ def readings(rt: LlamaRuntime, split: str) -> list[list]:
     type agreement ``typed_proposal`` compares with the cut (min-max over the split's places)."""
     from chunkwise.core.encoding import local_mean, local_rows
 
-    profiles = json.loads((DATA / "profiles.json").read_text(encoding="utf-8"))
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for user, profile in profiles.items():
-            db = Path(tmp) / f"{user}.db"
-            field_of = build_store(db, profile)
-            engine = Engine(runtime=rt, store=ChunkStore(db))
-            engine.refresh()
-            closing = next(c for c, f in field_of.items() if f == "snippet_signoff_line")
-            seen: dict[str, list[float]] = {}
-            for text, where in places(split):
-                text = body_prompt(text)
-                rt.reset()
-                tokens = rt.tokenize(text, add_special=True)
-                out = rt.sync(tokens, last=local_rows(len(tokens)), hidden=True, copy=True)
-                agreement = engine.matcher.type_agreement(out.hidden[-1], local_mean(out.hidden), text)
-                seen.setdefault(where, []).append(agreement.get(closing, 0.0))
-            rows.append([user, f"{engine.matcher.type_cutoff:.2f}"]
-                        + [f"{min(seen[w]):.2f}-{max(seen[w]):.2f}" for w in ("greeting", "body", "closing")])
-            engine.store.close()
+    for user, engine, field_of in user_engines(rt):
+        closing = next(c for c, f in field_of.items() if f == "snippet_signoff_line")
+        seen: dict[str, list[float]] = {}
+        for text, where in places(split):
+            text = body_prompt(text)
+            rt.reset()
+            tokens = rt.tokenize(text, add_special=True)
+            out = rt.sync(tokens, last=local_rows(len(tokens)), hidden=True, copy=True)
+            agreement = engine.matcher.type_agreement(out.hidden[-1], local_mean(out.hidden), text)
+            seen.setdefault(where, []).append(agreement.get(closing, 0.0))
+        rows.append([user, f"{engine.matcher.type_cutoff:.2f}"]
+                    + [f"{min(seen[w]):.2f}-{max(seen[w]):.2f}" for w in ("greeting", "body", "closing")])
     return rows
 
 
