@@ -51,8 +51,9 @@ class ChunkEditDialog(QDialog):
 
     def __init__(self, parent=None, chunk=None, prefill: dict | None = None,
                  prepare: Callable[[list[str]], None] | None = None):
-        """*prepare(contexts)*: called a moment after the contexts change (and once at open), so the
-        model reads them while the user types and the saved entry reaches suggestions sooner."""
+        """*prepare(contexts)*: called a moment after the contexts change (and at open, for a new entry
+        with contexts filled in), so the model reads them while the user types and the saved entry
+        reaches suggestions sooner."""
         super().__init__(parent)
         self.setWindowTitle("Edit chunk" if chunk else "Add chunk")
         self.resize(520, 420)

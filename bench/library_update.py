@@ -100,7 +100,8 @@ def main() -> None:
               flush=True)
 
         def edits():
-            """(name, store write, chunk ids, check after) for one round of the dialog's and editor's edits."""
+            """(name, store write, check after, contexts read while typed or None) for one round of the
+            dialog's and editor's edits."""
             state = {}
 
             def add():
@@ -140,19 +141,20 @@ def main() -> None:
             def offered(text, key="id"):
                 return lambda: (p := propose_after(engine, text)) is not None and p.chunk_id == state[key]
 
-            return [("add a PII entry", add, offered("Hi Tom,\n\nThanks for the call. I work at")),
-                    ("edit it", edit, offered("Hi Tom,\n\nThanks for the call. My employer is")),
-                    ("learn a phrase typed before it", learn, offered("Hi Tom,\n\nThese days I am with")),
+            return [("add a PII entry", add, offered("Hi Tom,\n\nThanks for the call. I work at"), None),
+                    ("edit it", edit, offered("Hi Tom,\n\nThanks for the call. My employer is"), None),
+                    ("learn a phrase typed before it", learn, offered("Hi Tom,\n\nThese days I am with"), None),
                     ("dismiss it somewhere", dismiss,
-                     lambda: engine.matcher.avoided(state["id"], "Hi Tom,\n\nI spent the weekend at")),
-                    ("delete it", delete, lambda: not offered("Hi Tom,\n\nThanks for the call. My employer is")()),
+                     lambda: engine.matcher.avoided(state["id"], "Hi Tom,\n\nI spent the weekend at"), None),
+                    ("delete it", delete, lambda: not offered("Hi Tom,\n\nThanks for the call. My employer is")(),
+                     None),
                     # The entry dialog has the model read the contexts while they are typed
                     # (Engine.prepare_contexts, before the user presses OK: untimed here); the save reads none.
                     ("add one, its contexts read as typed", add_read_ahead,
-                     offered("Hi Tom,\n\nGood to hear from you. My side business is", "other")),
+                     offered("Hi Tom,\n\nGood to hear from you. My side business is", "other"), AHEAD["add"]),
                     ("edit it, its contexts read as typed", edit_read_ahead,
-                     offered("Hi Tom,\n\nGood to hear from you. My other employer is", "other")),
-                    ("(delete that one)", delete_other, lambda: True)]
+                     offered("Hi Tom,\n\nGood to hear from you. My other employer is", "other"), AHEAD["edit"]),
+                    ("(delete that one)", delete_other, lambda: True, None)]
 
         from chunkwise.core import engine as engine_module
 
@@ -169,9 +171,9 @@ def main() -> None:
 
         engine_module.Encoder = TimedEncoder
         for repeat in range(args.repeats):
-            for name, write, check in edits():
-                if name.endswith("read as typed"):
-                    engine.prepare_contexts(AHEAD[name.split()[0]])       # while the user types them: untimed
+            for name, write, check, ahead in edits():
+                if ahead:
+                    engine.prepare_contexts(ahead)                  # while the user types them: untimed
                 t0 = time.perf_counter()
                 ids = write()
                 t1 = time.perf_counter()

@@ -263,7 +263,7 @@ def decode(args) -> None:
                           f"{100 * fps:.1f}%", f"{100 * tts:.1f}%", f"{1000 * per[0]:.1f} / {1000 * per[1]:.1f}",
                           f"{statistics.mean(a['rouge']):.2f}", f"{ppl[0]:.2f} / {ppl[1]:.2f}"])
     print(f"The editor's request (greedy, stop at a blank line, threshold {Settings().threshold:g}, kNN-LM as "
-          f"after Learn) with {args.max_tokens} tokens; chunks on against off on the same engine and store, "
+          f"after Learn) with {args.max_tokens} tokens and no natural end; chunks on against off on the same engine and store, "
           f"{args.repeats} alternating repeats, the cache reset before each run; time on decode (prefill excluded):")
     print(table(["model", "prompts", "n", "chunks inserted", "of which values / snippets / learned phrases",
                  "tokens / forward passes (chunks on)", "FPS", "TTS",

@@ -229,10 +229,13 @@ class Encoder:
         self.rt = rt
         self.read_ahead = read_ahead
 
+    def context_tokens(self, context: str) -> list[int]:
+        """A context's own tokens, with BOS: what ``split`` starts from and the read-ahead keys on."""
+        return self.rt.tokenize(context.rstrip(" \t"))
+
     def split(self, context: str, chunk: str) -> tuple[list[int], list[int]]:
         """(context tokens with BOS, chunk tokens as they continue that context)."""
-        ctx = context.rstrip(" \t")
-        ctx_tokens = self.rt.tokenize(ctx)
+        ctx_tokens = self.context_tokens(context)
         full = self.rt.tokenize(join_context(context, chunk))
         n = 0
         while n < min(len(ctx_tokens), len(full)) and ctx_tokens[n] == full[n]:
@@ -292,10 +295,9 @@ class Encoder:
         characters (``split``), the save reads that context again."""
         read = 0
         for context in contexts:
-            ctx = context.rstrip(" \t")
-            if not ctx.strip():
+            if not context.strip():
                 continue
-            tokens = tuple(self.rt.tokenize(ctx))
+            tokens = tuple(self.context_tokens(context))
             if self.read_ahead is None or self.read_ahead.get(tokens) is None:
                 self.states(tokens, keep=True)
                 read += 1
