@@ -47,6 +47,7 @@ def _same(engine) -> None:
     assert len(updated) == len(fresh)
     assert updated.calibration.background == pytest.approx(fresh.calibration.background, abs=1e-5)
     assert updated._phrases == fresh._phrases
+    assert updated._mined_entries == fresh._mined_entries              # the entry-token gate, counted per edit
     assert _answers(engine, updated, PROBES + TEXTS) == _answers(engine, fresh, PROBES + TEXTS)
 
 
@@ -92,6 +93,34 @@ def test_learned_and_dismissed_contexts_match_as_after_a_reload(library):
     assert engine.matcher.learned_proposal("Please ship it over to").chunk_id == ids["address"]
     assert engine.matcher.learned_proposal("Drop me a line at") is None
     assert engine.matcher.avoided(ids["github"], "The code is on my GitHub:")
+    _same(engine)
+
+
+def test_mined_chunks_removed_in_place_leave_the_entry_gate_as_a_reload(library):
+    """The entry tokens of mined rows are counted as rows come and go, not rebuilt per edit.  Two mined
+    chunks share entry token 11, one has 12 alone: removing that one must close the gate for 12 (a count
+    never decremented keeps proposing work after it) and keep 11 open (a shared count dropped whole
+    closes it for the chunk that stays)."""
+    from chunkwise.core.distill import MinedChunk, MinedContext
+
+    engine, store = library, library.store
+    rng = np.random.default_rng(0)
+    d = engine.runtime.n_embd
+    mean = engine.matcher.stats.mean
+
+    def mined(text, entry):
+        return MinedChunk(text, (900, 901), [MinedContext(f"before {text}", entry,
+                                                          mean + rng.standard_normal(d).astype(np.float32),
+                                                          mean + rng.standard_normal(d).astype(np.float32))])
+
+    store.add_mined(engine.model_id, "self", [mined("a", 11), mined("b", 11), mined("c", 12)])
+    ids = {c.text: c.id for c in store.list_chunks() if c.kind == "self"}
+    engine.refresh(chunk_ids=list(ids.values()))
+    assert {11, 12} <= set(engine.matcher._mined_entries)
+    _same(engine)
+    store.remove_chunks([ids["a"], ids["c"]])
+    engine.refresh(chunk_ids=[ids["a"], ids["c"]])
+    assert 11 in engine.matcher._mined_entries and 12 not in engine.matcher._mined_entries
     _same(engine)
 
 
