@@ -94,10 +94,25 @@ class ChunkEditDialog(QDialog):
         self._prepare = prepare
         self._read_ahead = QTimer(self, singleShot=True, interval=CONTEXT_PAUSE_MS)
         self._read_ahead.timeout.connect(self._prepare_contexts)
-        self.contexts.textChanged.connect(self._read_ahead.start)
+        self._pasted = False
+        self.contexts.document().contentsChange.connect(self._note_paste)
+        self.contexts.textChanged.connect(self._contexts_changed)
         if prepare is not None and chunk is None and data.get("contexts"):
             self._read_ahead.start()              # new contexts filled in (a selection's lead-in); an entry's
                                                   # own were read when it was saved
+
+    def _note_paste(self, _position: int, _removed: int, added: int) -> None:
+        self._pasted = added > 1                  # more than a keystroke's character: pasted or dropped
+
+    def _contexts_changed(self) -> None:
+        """Typed: read once the typing pauses.  Pasted: read now, as OK may follow at once (a paste
+        saved before its contexts were read was seen 88 ms after the save instead of ~22 ms)."""
+        if self._pasted:
+            self._pasted = False
+            self._read_ahead.stop()
+            self._prepare_contexts()
+        else:
+            self._read_ahead.start()
 
     def _prepare_contexts(self) -> None:
         contexts = self.values()["contexts"]

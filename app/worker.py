@@ -78,6 +78,7 @@ class ModelWorker(QObject):
         self._stopping = threading.Event()  # the window closes: every job stops at its next step
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()   # (id, fn) store jobs from the GUI thread
         self.locked: str | None = None      # why the library could not open (the engine runs on an empty one)
+        self._typing: tuple | None = None   # the newest text observed, for learn_observed
 
     # ------------------------------------------------------------ lifetime
 
@@ -258,11 +259,25 @@ class ModelWorker(QObject):
 
     @Slot(str, list)
     def observe(self, text: str, inserted: list) -> None:
-        """Values from the library typed by hand in *text* teach the phrase before them."""
+        """Values from the library typed by hand in *text* teach the phrase before them.
+
+        Learned after the suggestion the window asks for next (queued behind it), so that suggestion
+        never waits for the model to read a phrase; only the newest text observed is looked at (it
+        holds the earlier ones' values too)."""
         if self.engine is None or self.locked:
             return
+        self._typing = (text, [tuple(r) for r in inserted])
+        QMetaObject.invokeMethod(self, "learn_observed", Qt.QueuedConnection)
+
+    @Slot()
+    def learn_observed(self) -> None:
+        """Learn from the newest observed text, then read ahead the phrase before a value the user
+        has begun to type (Engine.prepare_typed), so learning it later runs no forward pass."""
+        typing, self._typing = self._typing, None
+        if typing is None or self.engine is None or self.locked:
+            return
         try:
-            learned = self.engine.learn_typed(text, [tuple(r) for r in inserted])
+            learned = self.engine.learn_typed(*typing)
         except ChunkwiseError as exc:
             self.store_failed.emit(str(exc))
             return
@@ -272,6 +287,12 @@ class ModelWorker(QObject):
             return
         if learned:
             self.learned_here.emit([vars(x) for x in learned])
+        if self._stopping.is_set():
+            return
+        try:
+            self.engine.prepare_typed(*typing)
+        except Exception:             # best effort: learning reads the phrase itself
+            _log_failure("reading a phrase ahead")
 
     @Slot(int, str)
     def dismiss(self, chunk_id: int, text_before: str) -> None:

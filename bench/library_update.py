@@ -17,7 +17,11 @@ Also timed: the kNN-LM's graph over --knn rows (bench/store_load.py's synthetic 
 the first suggestion after learning paid before, and every start) against read back from where the
 learning job keeps it (``Engine.knn``, core/knn.py ``load_index``).
 
+Each edit comes while the user is writing a draft: after it, the next suggestion's first pass over
+that draft is timed too (the edit's reading of contexts must not displace it from the model's cache).
+
     python bench/library_update.py [--contexts 100000] [--knn 100000] [--repeats 5]
+    python bench/library_update.py --main-context --knn 1000 --repeats 3     # as before the side context
 """
 from __future__ import annotations
 
@@ -44,6 +48,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PER_CHUNK = 4
 # The contexts of the entry added, then edited, with its contexts read while typed (Engine.prepare_contexts).
 AHEAD = {"add": ["My side business is", "I also run"], "edit": ["I also run", "My other employer is"]}
+# The draft in the model's cache when the edit comes (a user mid-email): the next suggestion continues it.
+DRAFT = ("Hi Tom,\n\nThanks for sending the revised quote so quickly. I went through it with the team this "
+         "morning and we are happy with the scope, though we would like to move the second delivery to the end "
+         "of March. For anything urgent, ring me on")
 
 
 def fill_learned(store: ChunkStore, model_id: int, stats, n_contexts: int, seed: int = 0) -> None:
@@ -80,7 +88,14 @@ def main() -> None:
     ap.add_argument("--contexts", type=int, default=100_000)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--knn", type=int, default=100_000)
+    ap.add_argument("--main-context", action="store_true",
+                    help="read the edited contexts in the main context, as before LlamaRuntime.aside "
+                         "(writes library_update-main-context.txt)")
     args = ap.parse_args()
+    if args.main_context:
+        from chunkwise.core.llama_runtime import LlamaRuntime
+
+        LlamaRuntime.aside = lambda self: self
     os.environ.setdefault("CHUNKWISE_PASSPHRASE", "bench passphrase")
     import json
 
@@ -134,6 +149,10 @@ def main() -> None:
                 store.update_chunk(state["other"], text="Fabrikam Design", contexts=AHEAD["edit"])
                 return [state["other"]]
 
+            def learn_read_ahead():
+                store.add_context(state["other"], "Nowadays I also work for", LEARNED)
+                return [state["other"]]
+
             def delete_other():
                 store.remove_chunks([state["other"]])
                 return [state["other"]]
@@ -151,9 +170,16 @@ def main() -> None:
                     # The entry dialog has the model read the contexts while they are typed
                     # (Engine.prepare_contexts, before the user presses OK: untimed here); the save reads none.
                     ("add one, its contexts read as typed", add_read_ahead,
-                     offered("Hi Tom,\n\nGood to hear from you. My side business is", "other"), AHEAD["add"]),
+                     offered("Hi Tom,\n\nGood to hear from you. My side business is", "other"),
+                     lambda: engine.prepare_contexts(AHEAD["add"])),
                     ("edit it, its contexts read as typed", edit_read_ahead,
-                     offered("Hi Tom,\n\nGood to hear from you. My other employer is", "other"), AHEAD["edit"]),
+                     offered("Hi Tom,\n\nGood to hear from you. My other employer is", "other"),
+                     lambda: engine.prepare_contexts(AHEAD["edit"])),
+                    # The editor reads the phrase before a library value once its first characters are
+                    # typed (Engine.prepare_typed, after that pause's suggestion: untimed here).
+                    ("learn a phrase, read as the value was typed", learn_read_ahead,
+                     offered("Hi Tom,\n\nNowadays I also work for", "other"),
+                     lambda: engine.prepare_typed("Hi Tom,\n\nNowadays I also work for Fabrikam D")),
                     ("(delete that one)", delete_other, lambda: True, None)]
 
         from chunkwise.core import engine as engine_module
@@ -170,10 +196,14 @@ def main() -> None:
                     encoding.append(time.perf_counter() - t)
 
         engine_module.Encoder = TimedEncoder
+        rt = engine.runtime
+        draft = rt.tokenize(DRAFT)
+        step = draft + rt.tokenize(" +49", add_special=False)
         for repeat in range(args.repeats):
             for name, write, check, ahead in edits():
                 if ahead:
-                    engine.prepare_contexts(ahead)                  # while the user types them: untimed
+                    ahead()                                          # while the user types: untimed
+                rt.sync(draft)                                       # the draft the user is writing
                 t0 = time.perf_counter()
                 ids = write()
                 t1 = time.perf_counter()
@@ -187,6 +217,12 @@ def main() -> None:
                     times.setdefault(name, {}).setdefault(path, []).append(t3 - t2)
                     if path == "in place":
                         times[name].setdefault("encode", []).append(sum(encoding))
+                        # The next suggestion's first pass over the draft: its new tokens only, unless
+                        # the edit's reading displaced the draft from the cache.
+                        n, t4 = rt.evaluated_tokens, time.perf_counter()
+                        rt.sync(step)
+                        times[name].setdefault("next pass", []).append(time.perf_counter() - t4)
+                        times[name].setdefault("next tokens", []).append(rt.evaluated_tokens - n)
                         if check():
                             seen[name] = seen.get(name, 0) + 1
                 times[name].setdefault("store write", []).append(t1 - t0)
@@ -214,25 +250,34 @@ def main() -> None:
                      f"{max(inplace) * 1e3:.1f}", f"{statistics.median(enc) * 1e3:.1f}",
                      f"{statistics.median(np.subtract(inplace, enc)) * 1e3:.1f}", f"{statistics.median(whole):.2f}",
                      f"{statistics.median(whole) / statistics.median(inplace):.0f}x",
-                     f"{seen.get(name, 0)}/{args.repeats}"])
+                     f"{seen.get(name, 0)}/{args.repeats}", f"{statistics.median(by['next pass']) * 1e3:.1f}",
+                     f"{statistics.median(by['next tokens']):.0f}"])
     lines = [f"Machine: {machine()}",
              f"Encrypted store: the paper's PII profile + {args.contexts:,} learned contexts; "
              f"{args.repeats} rounds, in place first (it encodes the edited contexts; the reload after it "
              "has nothing left to encode, so its time is the reload alone)", "",
              table(["edit", "store write (ms, median)", "in place (ms, median)", "in place (ms, worst)",
                     "of which the model encoding (ms)", "of which matching (ms)",
-                    "whole library (s, median)", "ratio", "next suggestion sees it"], rows), "",
+                    "whole library (s, median)", "ratio", "next suggestion sees it",
+                    "next suggestion's first pass (ms, median)", "draft tokens it reads"], rows), "",
              "In place = Engine.refresh(chunk_ids=...): encode the edited contexts with the model, update matching. "
              "Whole library = Engine.refresh(): what every edit ran before. Next suggestion sees it: after the in-place "
              "update, matching offers the entry after its own (new) context, the dismissed place is avoided, "
-             "the deleted entry is offered nowhere it was.", "",
+             "the deleted entry is offered nowhere it was. Next suggestion's first pass: with a "
+             f"{len(draft)}-token draft in the model's cache before the edit, its next step (the draft and one more "
+             "word) after the in-place update; the edited contexts are read "
+             + ("in the main context, displacing the draft (--main-context: as before LlamaRuntime.aside)."
+                if args.main_context else "on the side context (LlamaRuntime.aside), which leaves the draft cached."),
+             "",
              f"kNN-LM datastore of {args.knn:,} rows, the first suggestion that uses it (one run each): graph built "
              f"{min(knn_times['built']):.1f} s, read back from where learning kept it "
              f"{min(knn_times['read back']):.2f} s (rows read from the store included in both)"]
     text = "\n".join(lines)
     print(text)
     OUT.mkdir(exist_ok=True)
-    (OUT / "library_update.txt").write_text(text + "\n")
+    (OUT / ("library_update-main-context.txt" if args.main_context else "library_update.txt")).write_text(text + "\n")
+    if args.main_context:
+        return
     import matplotlib
 
     matplotlib.use("Agg")

@@ -282,7 +282,11 @@ class Encoder:
         found = self.read_ahead.get(key) if self.read_ahead is not None else None
         if found is not None:
             return found
-        out = self.rt.sync(ctx_tokens, last=local_rows(len(ctx_tokens), first=1))   # BOS out, unless alone
+        # On the side context, so the draft the next suggestion continues stays in the main cache
+        # (LlamaRuntime.aside); a context longer than the side holds is read in the main one.
+        side = self.rt.aside()
+        rt = side if len(ctx_tokens) <= side.n_ctx else self.rt
+        out = rt.sync(ctx_tokens, last=local_rows(len(ctx_tokens), first=1))          # BOS out, unless alone
         vector, local = np.array(out.hidden[-1], copy=True), local_mean(out.hidden)
         if keep and self.read_ahead is not None:
             self.read_ahead.put(key, vector, local)

@@ -442,6 +442,18 @@ class Engine:
 
         return learn_typed(self, text, inserted)
 
+    def prepare_typed(self, text: str, inserted: Sequence[tuple[int, int]] = ()) -> int:
+        """Read ahead the phrase before a library value the user has begun to type by hand (its first
+        characters end *text*), so that learning it when the value is complete runs no forward pass;
+        returns how many phrases the model read.
+
+        >>> engine.prepare_typed("For anything urgent, ring me on +49 15")     # doctest: +SKIP
+        1
+        """
+        from .feedback import library_values, values_being_typed
+
+        return self.prepare_contexts(values_being_typed(library_values(self.store), text, inserted))
+
     def dismiss(self, chunk_id: int, text_before: str):
         """The user dismissed *chunk_id* suggested after *text_before*: not offered there again."""
         from .feedback import dismiss

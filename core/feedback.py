@@ -26,6 +26,8 @@ from .text import lead_in, words
 
 LOOKBACK = 2000        # characters before the cursor searched for values typed by hand
 MIN_VALUE_CHARS = 4    # shorter library entries ("Ana") are too ambiguous to learn from
+AHEAD_CHARS = 3        # a value's first characters typed by hand: its lead-in is read ahead of the learning
+AHEAD_PHRASES = 2      # at most this many lead-ins read ahead per look (each is one forward pass)
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,34 @@ def typed_values(values: dict[int, str], text: str, inserted: Sequence[tuple[int
                     found.append((chunk_id, phrase, start) if positions else (chunk_id, phrase))
             at = tail.find(value, at + 1)
     return found
+
+
+def values_being_typed(values: dict[int, str], text: str, inserted: Sequence[tuple[int, int]] = ()) -> list[str]:
+    """Lead-ins of library values the user is typing by hand right now: *text* ends with at least
+    AHEAD_CHARS of a value's first characters, not all of them, typed rather than inserted.
+
+    Read ahead (``Engine.prepare_typed``), the phrase is known to the model before the value is
+    finished, so learning it (:func:`learn_typed`) runs no forward pass on the way to the next
+    suggestion (bench/library_update.py).
+
+    >>> values_being_typed({7: "+1 555 0100"}, "Hi. Ring me on +1 55")
+    ['Ring me on']
+    """
+    found = []
+    for value in values.values():
+        value = value.strip()
+        if len(value) < MIN_VALUE_CHARS:
+            continue
+        for n in range(min(len(value) - 1, len(text)), AHEAD_CHARS - 1, -1):
+            if text.endswith(value[:n]):
+                start = len(text) - n
+                typed = not any(s < len(text) and start < e for s, e in inserted)
+                phrase = lead_in(text[:start])
+                starts_word = start == 0 or not text[start - 1].isalnum()
+                if typed and starts_word and learnable(phrase) and phrase not in found:
+                    found.append(phrase)
+                break
+    return found[:AHEAD_PHRASES]
 
 
 def library_values(store) -> dict[int, str]:

@@ -1,7 +1,9 @@
 """The one thin module that talks to llama.cpp (through llama-cpp-python's
 low-level bindings).
 
-A :class:`LlamaRuntime` owns a model and one context (sequence 0).  It keeps
+A :class:`LlamaRuntime` owns a model and one context (sequence 0), plus a small
+side context over the same weights for short reads that must not disturb the
+main cache (:meth:`LlamaRuntime.aside`: library contexts).  It keeps
 the list of tokens whose keys and values sit in the KV cache, so a caller can
 ask for a new token list and pay only for the tokens after the longest shared
 prefix.  :meth:`LlamaRuntime.eval` returns, for the positions asked, the
@@ -94,6 +96,7 @@ from .errors import ModelError
 from .memory_budget import check_context, kv_cache_bytes
 
 BATCH_TOLERANCE = 0.05   # contract point 3: |one batch - one token at a time|, logits and hidden states
+ASIDE_CTX = 512          # tokens the side context (LlamaRuntime.aside) holds: library contexts are a line or two
 
 _backend_lock = threading.Lock()
 _backend_ready = False
@@ -217,11 +220,21 @@ class LlamaRuntime:
         self.n_embd = lib.llama_model_n_embd(self.model)
         self.n_ctx_train = lib.llama_model_n_ctx_train(self.model)
         self._check_memory(int(n_ctx))
-        threads = n_threads or max(1, min(os.cpu_count() or 1, 8))
+        self.identity = model_identity(self.model_path)
+        self.name = self.model_path.name
+        self._eog_cache: dict[int, bool] = {}
+        self._piece_cache: dict[int, bytes] = {}
+        self._owns_model = True
+        self._aside: LlamaRuntime | None = None
+        self._open_context(int(n_ctx), int(n_batch), n_threads or max(1, min(os.cpu_count() or 1, 8)))
+
+    def _open_context(self, n_ctx: int, n_batch: int, threads: int) -> None:
+        """Create this runtime's llama.cpp context over ``self.model``, with an empty cache."""
+        lib = self._lib
         cparams = lib.llama_context_default_params()
-        cparams.n_ctx = int(n_ctx)
-        cparams.n_batch = int(n_batch)
-        cparams.n_ubatch = int(n_batch)
+        cparams.n_ctx = n_ctx
+        cparams.n_batch = n_batch
+        cparams.n_ubatch = n_batch
         cparams.n_threads = threads
         cparams.n_threads_batch = threads
         cparams.embeddings = True
@@ -231,14 +244,15 @@ class LlamaRuntime:
         cparams.pooling_type = lib.LLAMA_POOLING_TYPE_NONE
         self.ctx = lib.llama_init_from_model(self.model, cparams)
         if not self.ctx:
-            lib.llama_model_free(self.model)
-            self.model = None
+            if self._owns_model:
+                lib.llama_model_free(self.model)
+                self.model = None
             raise ModelError(
                 f"llama.cpp could not create a context of {n_ctx} tokens for {self.model_path.name} "
                 "(not enough memory?). Try a smaller context size."
             )
         self.n_ctx = lib.llama_n_ctx(self.ctx)
-        self.n_batch = int(n_batch)
+        self.n_batch = n_batch
         self.n_threads = threads
         self._batch = lib.llama_batch_init(self.n_batch, 0, 1)
         self._memory = lib.llama_get_memory(self.ctx)
@@ -246,12 +260,30 @@ class LlamaRuntime:
         self._tokens: tuple[int, ...] = ()  # what the KV cache holds, position by position
         self._dropped: frozenset[int] = frozenset()  # positions whose cells anchor reduction removed (holes)
         self._batch_profile: BatchProfile | None = None
-        self.identity = model_identity(self.model_path)
-        self.name = self.model_path.name
         self.decode_calls = 0
         self.evaluated_tokens = 0  # tokens sent through llama_decode, for KV-reuse checks
-        self._eog_cache: dict[int, bool] = {}
-        self._piece_cache: dict[int, bytes] = {}
+
+    def aside(self) -> "LlamaRuntime":
+        """A second, small context over the same model, for reading short texts on the side.
+
+        Reading a library context (core/encoding.py) in the main context replaced the draft in its
+        cache, so the next suggestion read the whole draft again (93 tokens: 434 ms instead of 20 ms
+        here, bench/library_update.py).  The side context keeps its own cache; the model's weights are
+        shared.  Same parameters as the main one, so the same kernels and the same numbers
+        (tests/test_runtime.py).  Made on first use, closed with this runtime.
+
+        >>> rt.aside().sync(rt.tokenize("My email is"), last=3).hidden.shape     # doctest: +SKIP
+        (3, 576)
+        """
+        if self._aside is None:
+            side = object.__new__(LlamaRuntime)
+            side.__dict__.update({k: getattr(self, k) for k in (
+                "model_path", "_lib", "model", "vocab", "n_vocab", "n_embd", "n_ctx_train", "identity", "name",
+                "_eog_cache", "_piece_cache")})
+            side._owns_model, side._aside = False, None
+            side._open_context(min(ASIDE_CTX, self.n_ctx), min(ASIDE_CTX, self.n_batch), self.n_threads)
+            self._aside = side
+        return self._aside
 
     # ------------------------------------------------------------ lifetime
 
@@ -279,6 +311,9 @@ class LlamaRuntime:
 
     def close(self) -> None:
         lib = self._lib
+        if getattr(self, "_aside", None) is not None:
+            self._aside.close()              # its context before the model it uses
+            self._aside = None
         if getattr(self, "_batch", None) is not None:
             lib.llama_batch_free(self._batch)
             self._batch = None
@@ -286,7 +321,8 @@ class LlamaRuntime:
             lib.llama_free(self.ctx)
             self.ctx = None
         if getattr(self, "model", None):
-            lib.llama_model_free(self.model)
+            if getattr(self, "_owns_model", True):
+                lib.llama_model_free(self.model)
             self.model = None
 
     def __del__(self):  # pragma: no cover - best effort at interpreter exit

@@ -518,6 +518,19 @@ def test_learning_while_writing_from_the_editor(qtbot, make_window, monkeypatch)
         assert len(store.list_chunks(kind="pii")) == len(paper_profile())
 
 
+def test_a_value_begun_by_hand_has_its_phrase_read_before_it_is_finished(qtbot, make_window):
+    """Issue 15.6: the phrase before a library value the user is typing is read once its first
+    characters are there (after the suggestion then asked for), so learning it when the value is
+    done runs no forward pass.  Bug caught: the editor's pause never reaches Engine.prepare_typed."""
+    w = make_window(with_pii=True)
+    body = w.body_edit
+    body.setFocus()
+    engine = w.worker.engine
+    key = tuple(engine.runtime.tokenize("For anything urgent, ring me direct on"))
+    type_text(qtbot, body, "Hi Tom,\n\nFor anything urgent, ring me direct on (555) 12")
+    qtbot.waitUntil(lambda: engine._read_ahead.get(key) is not None, timeout=WAIT)
+
+
 def test_tab_before_the_suggestion_waits_for_it_and_never_types_a_tab(qtbot, make_window):
     """Issue 14.2: Tab in the typing pause inserted a tab character and the suggestion came after it."""
     w = make_window()

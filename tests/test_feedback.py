@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from chunkwise.core import GenerationRequest
-from chunkwise.core.feedback import typed_values
+from chunkwise.core.feedback import typed_values, values_being_typed
 from chunkwise.core.store import DISMISSED, LEARNED, SCHEMA_VERSION, ChunkStore
 
 PHONE = "+44 20 7946 0321"
@@ -35,6 +35,20 @@ def test_typed_values_skip_accepted_text_and_longer_numbers():
     assert found == [(1, "Ring me on")]                 # not inside a longer number, not a 3-letter name
     start = text.index(PHONE)
     assert typed_values(values, text, inserted=[(start, start + len(PHONE))]) == []   # came from a suggestion
+
+
+def test_only_a_value_begun_by_hand_has_its_phrase_read_ahead():
+    """What the editor reads ahead while a value is typed (Engine.prepare_typed): each case below
+    would cost a forward pass for nothing, or read a phrase that learning then never stores."""
+    values = {1: PHONE, 2: EMAIL, 3: "Ana"}
+    assert values_being_typed(values, "Ring me on +44 20") == ["Ring me on"]
+    assert values_being_typed(values, "Write to mara@nord") == ["Write to"]
+    assert values_being_typed(values, "Ring me on +4") == []                 # too little to tell
+    assert values_being_typed(values, f"Ring me on {PHONE}") == []           # done: learn_typed's turn
+    assert values_being_typed(values, "Ring me on 1+44 20") == []            # inside a longer number
+    assert values_being_typed(values, "Hi,\n\nmara@no") == []               # "Hi," alone is not learned
+    text = "Ring me on +44 20"
+    assert values_being_typed(values, text, inserted=[(len(text) - 6, len(text))]) == []   # a suggestion's
 
 
 def test_a_value_typed_by_hand_teaches_its_phrase(profile_engine):

@@ -193,8 +193,8 @@ def test_contexts_read_ahead_of_the_save_are_not_read_again_and_encode_the_same(
     assert engine.prepare_contexts(contexts) == 0                        # already read
     engine.runtime_states(engine.runtime.tokenize("Something else entirely, to overwrite the buffers."))
     passes = []
-    real_sync = engine.runtime.sync
-    monkeypatch.setattr(engine.runtime, "sync", lambda *a, **k: passes.append(a) or real_sync(*a, **k))
+    for rt in (engine.runtime, engine.runtime.aside()):                  # either context reading would count
+        monkeypatch.setattr(rt, "sync", lambda *a, real=rt.sync, **k: passes.append(a) or real(*a, **k))
     ahead = store.add_chunk("Northwind Traders Ltd", "pii", contexts, label="company")
     assert engine.refresh(chunk_ids=[ahead]) == 2
     assert passes == []                                                 # the save read nothing
@@ -207,6 +207,24 @@ def test_contexts_read_ahead_of_the_save_are_not_read_again_and_encode_the_same(
                 for cid in (ahead, at_save))
         assert a.shape == (2, engine.runtime.n_embd) and np.array_equal(a, b), column
     _same(engine)
+
+
+def test_a_library_edit_leaves_the_draft_in_the_cache(library):
+    """Reading an edited entry's contexts must not replace the draft in the model's cache: it did,
+    and the next suggestion read the whole draft again (a 93-token draft: 434 ms instead of 20 ms).
+    The contexts are read on the side context (LlamaRuntime.aside); the draft's next step evaluates
+    only its new tokens."""
+    engine, rt = library, library.runtime
+    draft = rt.tokenize("Hi Tom,\n\nThanks for the quick reply about the delivery. For anything urgent, ring me on")
+    rt.sync(draft)
+    cid = engine.store.add_chunk("Northwind Traders Ltd", "pii", ["I work at", "My employer is"], label="company")
+    assert engine.refresh(chunk_ids=[cid]) == 2
+    assert engine.prepare_typed("Hi Tom,\n\nThese days I am with Nor") == 1   # a value being typed: its lead-in
+    assert [x.chunk_id for x in engine.learn_typed("Hi Tom,\n\nThese days I am with Northwind Traders Ltd")] == [cid]
+    assert rt.tokens == tuple(draft)
+    before = rt.evaluated_tokens
+    rt.sync(draft + rt.tokenize(" +49", add_special=False))
+    assert rt.evaluated_tokens - before == len(rt.tokenize(" +49", add_special=False))
 
 
 def test_the_entry_dialog_has_the_contexts_read_while_they_are_typed(qtbot):
@@ -233,3 +251,27 @@ def test_the_entry_dialog_has_the_contexts_read_while_they_are_typed(qtbot):
     assert not dialog.isVisible()
     qtbot.wait(CONTEXT_PAUSE_MS * 3)
     assert asked == [["I work at", "My employer is"]]
+
+
+def test_contexts_pasted_into_the_entry_dialog_are_read_at_once(qtbot):
+    """A paste is read without waiting for the typing pause, since OK may follow at once (the save
+    then read them itself: 88 ms from save to suggestions instead of ~22).  Keys typed after it
+    wait for the pause again."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
+
+    from chunkwise.app.library import CONTEXT_PAUSE_MS, ChunkEditDialog
+
+    asked = []
+    dialog = ChunkEditDialog(prepare=asked.append)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.contexts.setFocus()
+    QApplication.clipboard().setText("I work at\nMy employer is")
+    qtbot.keyClick(dialog.contexts, Qt.Key_V, Qt.ControlModifier)
+    assert asked == [["I work at", "My employer is"]]                  # no pause waited for
+    qtbot.keyClick(dialog.contexts, Qt.Key_Return)
+    qtbot.keyClicks(dialog.contexts, "I am with")
+    assert len(asked) == 1
+    qtbot.waitUntil(lambda: len(asked) == 2, timeout=CONTEXT_PAUSE_MS * 10)
+    assert asked[-1] == ["I work at", "My employer is", "I am with"]
