@@ -424,7 +424,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         else:
             prompt, lifted = body_prompt(self.to_edit.text(), self.subject_edit.toPlainText(), before)
             stop = ["\n\n"]
-            if self.settings.learn_while_writing:       # learned after this request (Worker.observe)
+            if self.settings.learn_while_writing:       # learned after this request (ModelWorker.observe)
                 self.request_observe.emit(before, editor.not_typed_ranges())
         self.current_id = self._new_request_id()
         self.alternatives.clear()

@@ -262,8 +262,9 @@ class ModelWorker(QObject):
         """Values from the library typed by hand in *text* teach the phrase before them.
 
         Learned after the suggestion the window asks for next (queued behind it), so that suggestion
-        never waits for the model to read a phrase; only the newest text observed is looked at (it
-        holds the earlier ones' values too)."""
+        never waits for the model to read a phrase.  Only the newest text observed is looked at: the
+        text before the cursor, whose last 2,000 characters hold what was typed before (a value typed
+        and then followed by a click back above it waits for the next look from below it)."""
         if self.engine is None or self.locked:
             return
         self._typing = (text, [tuple(r) for r in inserted])

@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .errors import ModelError
 from .llama_runtime import LlamaRuntime
 from .paths import shipped_for_model
 from .store import Encoding, PendingEncoding
@@ -192,8 +193,10 @@ class ContextStates:
     """The model's states after contexts read ahead of their save: context tokens -> (vector, local).
 
     The library's entry dialog asks for them while the user types the contexts
-    (``Engine.prepare_contexts``), so saving the entry finds them read and the
-    next suggestion sees it without waiting for the model (bench/library_update.py).
+    (``Engine.prepare_contexts``), and the editor for the phrase before a library
+    value the user has begun to type (``Engine.prepare_typed``), so saving the
+    entry or learning the phrase finds them read and the next suggestion sees it
+    without waiting for the model (bench/library_update.py).
     A few dozen at most, in memory only: they are the user's text, as personal as the store.
 
     >>> cache = ContextStates(capacity=1)
@@ -205,6 +208,10 @@ class ContextStates:
     def __init__(self, capacity: int = 64):
         self.capacity = capacity
         self._states: OrderedDict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+
+    def __contains__(self, tokens: tuple[int, ...]) -> bool:
+        """Whether these tokens were read (without marking them used, unlike :meth:`get`)."""
+        return tokens in self._states
 
     def get(self, tokens: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
         found = self._states.get(tokens)
@@ -284,7 +291,10 @@ class Encoder:
             return found
         # On the side context, so the draft the next suggestion continues stays in the main cache
         # (LlamaRuntime.aside); a context longer than the side holds is read in the main one.
-        side = self.rt.aside()
+        try:
+            side = self.rt.aside()
+        except ModelError:                 # no memory for a second context: read in the main one, as before
+            side = self.rt
         rt = side if len(ctx_tokens) <= side.n_ctx else self.rt
         out = rt.sync(ctx_tokens, last=local_rows(len(ctx_tokens), first=1))          # BOS out, unless alone
         vector, local = np.array(out.hidden[-1], copy=True), local_mean(out.hidden)

@@ -452,7 +452,12 @@ class Engine:
         """
         from .feedback import library_values, values_being_typed
 
-        return self.prepare_contexts(values_being_typed(library_values(self.store), text, inserted))
+        typing = values_being_typed(library_values(self.store), text, inserted)
+        if not typing:
+            return 0
+        known = {(c.id, ctx.text) for c in self.store.list_chunks(ids=sorted({cid for cid, _ in typing}))
+                 for ctx in c.contexts}                   # already stored there: learning adds nothing
+        return self.prepare_contexts(list(dict.fromkeys(p for cid, p in typing if (cid, p) not in known)))
 
     def dismiss(self, chunk_id: int, text_before: str):
         """The user dismissed *chunk_id* suggested after *text_before*: not offered there again."""

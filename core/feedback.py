@@ -73,19 +73,20 @@ def typed_values(values: dict[int, str], text: str, inserted: Sequence[tuple[int
     return found
 
 
-def values_being_typed(values: dict[int, str], text: str, inserted: Sequence[tuple[int, int]] = ()) -> list[str]:
-    """Lead-ins of library values the user is typing by hand right now: *text* ends with at least
-    AHEAD_CHARS of a value's first characters, not all of them, typed rather than inserted.
+def values_being_typed(values: dict[int, str], text: str,
+                       inserted: Sequence[tuple[int, int]] = ()) -> list[tuple[int, str]]:
+    """(chunk id, lead-in) of library values the user is typing by hand right now: *text* ends with
+    at least AHEAD_CHARS of a value's first characters, not all of them, typed rather than inserted.
 
     Read ahead (``Engine.prepare_typed``), the phrase is known to the model before the value is
     finished, so learning it (:func:`learn_typed`) runs no forward pass on the way to the next
     suggestion (bench/library_update.py).
 
     >>> values_being_typed({7: "+1 555 0100"}, "Hi. Ring me on +1 55")
-    ['Ring me on']
+    [(7, 'Ring me on')]
     """
-    found = []
-    for value in values.values():
+    found: list[tuple[int, str]] = []
+    for chunk_id, value in values.items():
         value = value.strip()
         if len(value) < MIN_VALUE_CHARS:
             continue
@@ -93,10 +94,10 @@ def values_being_typed(values: dict[int, str], text: str, inserted: Sequence[tup
             if text.endswith(value[:n]):
                 start = len(text) - n
                 typed = not any(s < len(text) and start < e for s, e in inserted)
-                phrase = lead_in(text[:start])
                 starts_word = start == 0 or not text[start - 1].isalnum()
-                if typed and starts_word and learnable(phrase) and phrase not in found:
-                    found.append(phrase)
+                phrase = lead_in(text[:start])
+                if typed and starts_word and learnable(phrase):
+                    found.append((chunk_id, phrase))
                 break
     return found[:AHEAD_PHRASES]
 

@@ -95,19 +95,26 @@ class MatchingState:
         if not ids:
             return
         rows = [r for r in store.valid_encodings(model_id, ids) if r.origin != DISMISSED]
-        kept = {lab for lab in self._label_at[np.isin(self._chunk_of, ids)].tolist()}
+        chunks = store.list_chunks(ids=sorted({r.chunk_id for r in rows})) if rows else []
+        kind_of = {c.id: c.kind for c in chunks}
+        repeatable = _matching().REPEATABLE_KINDS
+        mine = np.flatnonzero(np.isin(self._chunk_of, ids))
+        # A row is kept if encoded as before and its chunk's kind still reads the same (a mined phrase
+        # made a snippet in the library must leave the mined rows' flags and entry tokens).
+        kept = {int(self._label_at[i]) for i in mine
+                if bool(self._repeatable[i]) == (kind_of.get(int(self._chunk_of[i])) in repeatable)
+                and bool(self._is_self[i]) == (kind_of.get(int(self._chunk_of[i])) == "self")}
         kept &= {r.label for r in rows if self.index.hashes.get(r.label) == r.source_hash}   # encoded as before
         gone = self._retire(ids, keep=kept)
         fresh = [r for r in rows if r.label not in kept]
         for cid in ids:
             for d in (self._chunks, self._avoid, self._chunk_phrases, self._type_of):
                 d.pop(cid, None)
-        chunks = store.list_chunks(ids=sorted({r.chunk_id for r in rows})) if rows else []
         keys = self.stats.transform(store.encoding_vectors([r.label for r in fresh], "vector")) if fresh else None
         if fresh:
             self.index.upsert([r.label for r in fresh], keys, [r.source_hash for r in fresh])
         first = len(self._label_at)
-        self._append_rows(store, fresh, {c.id: c.kind for c in chunks})
+        self._append_rows(store, fresh, kind_of)
         self._read_chunks(store, chunks, rows)
         if gone or fresh:
             self._recalibrate(gone, np.arange(first, len(self._label_at)), keys)

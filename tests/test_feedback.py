@@ -41,14 +41,23 @@ def test_only_a_value_begun_by_hand_has_its_phrase_read_ahead():
     """What the editor reads ahead while a value is typed (Engine.prepare_typed): each case below
     would cost a forward pass for nothing, or read a phrase that learning then never stores."""
     values = {1: PHONE, 2: EMAIL, 3: "Ana"}
-    assert values_being_typed(values, "Ring me on +44 20") == ["Ring me on"]
-    assert values_being_typed(values, "Write to mara@nord") == ["Write to"]
+    assert values_being_typed(values, "Ring me on +44 20") == [(1, "Ring me on")]
+    assert values_being_typed(values, "Write to mara@nord") == [(2, "Write to")]
     assert values_being_typed(values, "Ring me on +4") == []                 # too little to tell
     assert values_being_typed(values, f"Ring me on {PHONE}") == []           # done: learn_typed's turn
     assert values_being_typed(values, "Ring me on 1+44 20") == []            # inside a longer number
     assert values_being_typed(values, "Hi,\n\nmara@no") == []               # "Hi," alone is not learned
     text = "Ring me on +44 20"
     assert values_being_typed(values, text, inserted=[(len(text) - 6, len(text))]) == []   # a suggestion's
+
+
+def test_a_phrase_already_stored_for_the_value_is_not_read_ahead(profile_engine):
+    """Engine.prepare_typed skips a lead-in that is already one of that value's contexts (learning it
+    would add nothing), and reads a new one once."""
+    engine, _phone, _email = profile_engine
+    assert engine.prepare_typed("Hi Tom,\n\nYou can call me on +44 2") == 0     # a stored context
+    assert engine.prepare_typed("Hi Tom,\n\nRing me any time on +44 2") == 1
+    assert engine.prepare_typed("Hi Tom,\n\nRing me any time on +44 20 79") == 0   # read already
 
 
 def test_a_value_typed_by_hand_teaches_its_phrase(profile_engine):

@@ -100,7 +100,8 @@ def test_mined_chunks_removed_in_place_leave_the_entry_gate_as_a_reload(library)
     """The entry tokens of mined rows are counted as rows come and go, not rebuilt per edit.  Two mined
     chunks share entry token 11, one has 12 alone: removing that one must close the gate for 12 (a count
     never decremented keeps proposing work after it) and keep 11 open (a shared count dropped whole
-    closes it for the chunk that stays)."""
+    closes it for the chunk that stays).  A mined chunk made a snippet keeps its encodings but is no
+    longer mined: its row kept as it was left the gate open."""
     from chunkwise.core.distill import MinedChunk, MinedContext
 
     engine, store = library, library.store
@@ -121,6 +122,10 @@ def test_mined_chunks_removed_in_place_leave_the_entry_gate_as_a_reload(library)
     store.remove_chunks([ids["a"], ids["c"]])
     engine.refresh(chunk_ids=[ids["a"], ids["c"]])
     assert 11 in engine.matcher._mined_entries and 12 not in engine.matcher._mined_entries
+    _same(engine)
+    store.update_chunk(ids["b"], kind="snippet")          # the user keeps the mined phrase as a snippet
+    engine.refresh(chunk_ids=[ids["b"]])
+    assert 11 not in engine.matcher._mined_entries        # its row is no longer a mined one
     _same(engine)
 
 
@@ -209,9 +214,9 @@ def test_contexts_read_ahead_of_the_save_are_not_read_again_and_encode_the_same(
     _same(engine)
 
 
-def test_a_library_edit_leaves_the_draft_in_the_cache(library):
+def test_a_library_edit_leaves_the_draft_in_the_cache(library, monkeypatch):
     """Reading an edited entry's contexts must not replace the draft in the model's cache: it did,
-    and the next suggestion read the whole draft again (a 93-token draft: 434 ms instead of 20 ms).
+    and the next suggestion read the whole draft again (bench/library_update.py --main-context).
     The contexts are read on the side context (LlamaRuntime.aside); the draft's next step evaluates
     only its new tokens."""
     engine, rt = library, library.runtime
@@ -220,7 +225,12 @@ def test_a_library_edit_leaves_the_draft_in_the_cache(library):
     cid = engine.store.add_chunk("Northwind Traders Ltd", "pii", ["I work at", "My employer is"], label="company")
     assert engine.refresh(chunk_ids=[cid]) == 2
     assert engine.prepare_typed("Hi Tom,\n\nThese days I am with Nor") == 1   # a value being typed: its lead-in
+    passes = []
+    for side in (rt, rt.aside()):
+        monkeypatch.setattr(side, "sync", lambda *a, real=side.sync, **k: passes.append(a) or real(*a, **k))
     assert [x.chunk_id for x in engine.learn_typed("Hi Tom,\n\nThese days I am with Northwind Traders Ltd")] == [cid]
+    assert passes == []                                                  # learning found the phrase read
+    monkeypatch.undo()
     assert rt.tokens == tuple(draft)
     before = rt.evaluated_tokens
     rt.sync(draft + rt.tokenize(" +49", add_special=False))
@@ -255,7 +265,7 @@ def test_the_entry_dialog_has_the_contexts_read_while_they_are_typed(qtbot):
 
 def test_contexts_pasted_into_the_entry_dialog_are_read_at_once(qtbot):
     """A paste is read without waiting for the typing pause, since OK may follow at once (the save
-    then read them itself: 88 ms from save to suggestions instead of ~22).  Keys typed after it
+    then read them itself: 88 ms from save to suggestions instead of ~20).  Keys typed after it
     wait for the pause again."""
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QApplication

@@ -70,6 +70,36 @@ def test_sync_reuses_the_longest_shared_prefix(runtime):
     np.testing.assert_allclose(fresh.logits[-1], incremental.logits[-1], atol=0.05)
 
 
+def test_the_side_context_reads_as_the_main_one(runtime):
+    """Library contexts are read in the side context (LlamaRuntime.aside) so the draft stays cached in
+    the main one; their stored vectors must be what the main context gives (matching compares them
+    with states the main context computes while decoding), and the main cache must not move."""
+    from chunkwise.core.encoding import local_rows
+
+    side = runtime.aside()
+    assert side is runtime.aside() and side.n_ctx < runtime.n_ctx
+    draft = runtime.tokenize("Hi Tom,\n\nThanks for the quick reply.")
+    for text in ("My email is", "Please send the parcel to my home address:"):
+        toks = runtime.tokenize(text)
+        runtime.reset()
+        main = runtime.sync(toks, last=local_rows(len(toks), first=1))
+        runtime.sync(draft)
+        read = side.sync(toks, last=local_rows(len(toks), first=1))
+        assert np.array_equal(main.hidden, read.hidden) and np.array_equal(main.logits, read.logits)
+        assert runtime.tokens == tuple(draft)
+
+
+def test_a_closed_runtime_has_no_side_context():
+    """After close, asking for the side context is a clear error, not a context over a freed model."""
+    from chunkwise.core.paths import bundled_model_path
+
+    rt = LlamaRuntime(bundled_model_path(), n_ctx=256, n_threads=1)
+    rt.aside()
+    rt.close()
+    with pytest.raises(ModelError):
+        rt.aside()
+
+
 def test_truncate_forgets_the_tail(runtime):
     runtime.reset()
     toks = runtime.tokenize("one two three four five")
