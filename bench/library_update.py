@@ -115,8 +115,8 @@ def main() -> None:
               flush=True)
 
         def edits():
-            """(name, store write, check after, contexts read while typed or None) for one round of the
-            dialog's and editor's edits."""
+            """(name, store write, check after, what is read ahead of the save or None) for one round of
+            the dialog's and editor's edits."""
             state = {}
 
             def add():
@@ -129,17 +129,17 @@ def main() -> None:
                                    contexts=["I work at", "My employer is"])
                 return [state["id"]]
 
-            def learn():
-                store.add_context(state["id"], "These days I am with", LEARNED)
-                return [state["id"]]
+            def context(key, phrase, origin):           # a phrase learned, or a place dismissed
+                def write():
+                    store.add_context(state[key], phrase, origin)
+                    return [state[key]]
+                return write
 
-            def dismiss():
-                store.add_context(state["id"], "I spent the weekend at", DISMISSED)
-                return [state["id"]]
-
-            def delete():
-                store.remove_chunks([state["id"]])
-                return [state["id"]]
+            def delete(key):
+                def write():
+                    store.remove_chunks([state[key]])
+                    return [state[key]]
+                return write
 
             def add_read_ahead():
                 state["other"] = store.add_chunk("Fabrikam Studio", "pii", AHEAD["add"], label="company")
@@ -149,23 +149,16 @@ def main() -> None:
                 store.update_chunk(state["other"], text="Fabrikam Design", contexts=AHEAD["edit"])
                 return [state["other"]]
 
-            def learn_read_ahead():
-                store.add_context(state["other"], "Nowadays I also work for", LEARNED)
-                return [state["other"]]
-
-            def delete_other():
-                store.remove_chunks([state["other"]])
-                return [state["other"]]
-
             def offered(text, key="id"):
                 return lambda: (p := propose_after(engine, text)) is not None and p.chunk_id == state[key]
 
             return [("add a PII entry", add, offered("Hi Tom,\n\nThanks for the call. I work at"), None),
                     ("edit it", edit, offered("Hi Tom,\n\nThanks for the call. My employer is"), None),
-                    ("learn a phrase typed before it", learn, offered("Hi Tom,\n\nThese days I am with"), None),
-                    ("dismiss it somewhere", dismiss,
+                    ("learn a phrase typed before it", context("id", "These days I am with", LEARNED),
+                     offered("Hi Tom,\n\nThese days I am with"), None),
+                    ("dismiss it somewhere", context("id", "I spent the weekend at", DISMISSED),
                      lambda: engine.matcher.avoided(state["id"], "Hi Tom,\n\nI spent the weekend at"), None),
-                    ("delete it", delete, lambda: not offered("Hi Tom,\n\nThanks for the call. My employer is")(),
+                    ("delete it", delete("id"), lambda: not offered("Hi Tom,\n\nThanks for the call. My employer is")(),
                      None),
                     # The entry dialog has the model read the contexts while they are typed
                     # (Engine.prepare_contexts, before the user presses OK: untimed here); the save reads none.
@@ -177,10 +170,11 @@ def main() -> None:
                      lambda: engine.prepare_contexts(AHEAD["edit"])),
                     # The editor reads the phrase before a library value once its first characters are
                     # typed (Engine.prepare_typed, after that pause's suggestion: untimed here).
-                    ("learn a phrase, read as the value was typed", learn_read_ahead,
+                    ("learn a phrase, read as the value was typed",
+                     context("other", "Nowadays I also work for", LEARNED),
                      offered("Hi Tom,\n\nNowadays I also work for", "other"),
                      lambda: engine.prepare_typed("Hi Tom,\n\nNowadays I also work for Fabrikam D")),
-                    ("(delete that one)", delete_other, lambda: True, None)]
+                    ("(delete that one)", delete("other"), lambda: True, None)]
 
         from chunkwise.core import engine as engine_module
 

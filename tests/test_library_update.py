@@ -42,6 +42,14 @@ def _answers(engine, matcher: ChunkMatcher, texts) -> list:
     return out
 
 
+def _passes(rt, monkeypatch) -> list:
+    """The forward passes either context of *rt* (main or side) is asked for from now on."""
+    passes = []
+    for context in (rt, rt.aside()):
+        monkeypatch.setattr(context, "sync", lambda *a, real=context.sync, **k: passes.append(a) or real(*a, **k))
+    return passes
+
+
 def _same(engine) -> None:
     fresh, updated = _fresh(engine), engine.matcher
     assert len(updated) == len(fresh)
@@ -197,9 +205,7 @@ def test_contexts_read_ahead_of_the_save_are_not_read_again_and_encode_the_same(
     assert engine.prepare_contexts(contexts + ["  "]) == 2               # blank lines are not contexts
     assert engine.prepare_contexts(contexts) == 0                        # already read
     engine.runtime_states(engine.runtime.tokenize("Something else entirely, to overwrite the buffers."))
-    passes = []
-    for rt in (engine.runtime, engine.runtime.aside()):                  # either context reading would count
-        monkeypatch.setattr(rt, "sync", lambda *a, real=rt.sync, **k: passes.append(a) or real(*a, **k))
+    passes = _passes(engine.runtime, monkeypatch)
     ahead = store.add_chunk("Northwind Traders Ltd", "pii", contexts, label="company")
     assert engine.refresh(chunk_ids=[ahead]) == 2
     assert passes == []                                                 # the save read nothing
@@ -225,9 +231,7 @@ def test_a_library_edit_leaves_the_draft_in_the_cache(library, monkeypatch):
     cid = engine.store.add_chunk("Northwind Traders Ltd", "pii", ["I work at", "My employer is"], label="company")
     assert engine.refresh(chunk_ids=[cid]) == 2
     assert engine.prepare_typed("Hi Tom,\n\nThese days I am with Nor") == 1   # a value being typed: its lead-in
-    passes = []
-    for side in (rt, rt.aside()):
-        monkeypatch.setattr(side, "sync", lambda *a, real=side.sync, **k: passes.append(a) or real(*a, **k))
+    passes = _passes(rt, monkeypatch)
     assert [x.chunk_id for x in engine.learn_typed("Hi Tom,\n\nThese days I am with Northwind Traders Ltd")] == [cid]
     assert passes == []                                                  # learning found the phrase read
     monkeypatch.undo()
