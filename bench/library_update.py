@@ -194,10 +194,13 @@ def main() -> None:
         draft = rt.tokenize(DRAFT)
         step = draft + rt.tokenize(" +49", add_special=False)
         for repeat in range(args.repeats):
+            # Each round types its contexts afresh, as a new session would: otherwise rounds 2-3 find the
+            # read-ahead states of round 1 and never read them (nor, with --main-context, displace the draft).
+            engine._read_ahead.clear()
             for name, write, check, ahead in edits():
+                rt.sync(draft)                                       # the draft the user is writing
                 if ahead:
                     ahead()                                          # while the user types: untimed
-                rt.sync(draft)                                       # the draft the user is writing
                 t0 = time.perf_counter()
                 ids = write()
                 t1 = time.perf_counter()
