@@ -11,7 +11,7 @@ the writer's own or someone else's:
              and kinds of snippet sentence: availability, closing_line, introduction, directions),
              plus "third_party" (someone else's detail, a time, a place) and "none" (ordinary text)
 
-It is a small network (one hidden layer; ``SlotClassifier``) trained once per model on that shipped,
+It is a multinomial logistic regression trained once per model on that shipped,
 independently written corpus, plus ordinary text positions of the background
 emails as "none".  A user's chunk gets a field-type distribution by classifying
 its *own* stored contexts, so labels and value formats need no rules:
@@ -20,9 +20,6 @@ like the states of IBAN lead-ins.
 
 >>> SlotClassifier.fit(np.eye(3), np.array([0, 1, 2]), ["a", "b", "none"]).predict(np.eye(3)).argmax(1).tolist()
 [0, 1, 2]
->>> xor = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], float)      # no linear classifier gets all four
->>> SlotClassifier.fit(xor, np.array([0, 1, 1, 0]), ["a", "none"]).predict(xor).argmax(1).tolist()
-[0, 1, 1, 0]
 """
 from __future__ import annotations
 
@@ -50,28 +47,19 @@ TRAINING_FILE = BACKGROUND_FILE.parent / "slot_training.json"
 # typed like a phone number is.  The sixth spreads every field over registers and forms (bare
 # labels, signature blocks, indirect requests, non-native phrasing).
 TRAINING_FILES = (TRAINING_FILE, *(BACKGROUND_FILE.parent / f"slot_training_{i}.json" for i in range(2, 8)))
-SLOTS_VERSION = 2        # 2: a one-hidden-layer network instead of a linear softmax
+SLOTS_VERSION = 1
 NONE, THIRD_PARTY = "none", "third_party"
 PACK_TOKENS = 448        # training fragments are packed into passes of about this many tokens
+L2 = 1e-4                # weight decay of the logistic regression
+EPOCHS = 800
 BOW_DIM = 4096           # hashed words of the sentence being written
 BOW_WEIGHT = 2.0         # words against the model's state (chosen on the dev split of bench/personal.py)
-# The network: MEMBERS nets of HIDDEN ReLU units, each trained alone with dropout and averaged in
-# logit space, which is one net of MEMBERS * HIDDEN units.  Why not the linear softmax it replaces:
-# with the same features and corpus, bench/personal.py on dev gave 71 of 87 right values and 2 wrong
-# fields against 69 and 3 (docs/benchmarks.md, "A small network instead of a linear classifier").
-# The sizes and regularisation were picked among five settings by replaying dev at the cursor.
-HIDDEN, MEMBERS = 128, 3
-DROPOUT = 0.5
-L2 = 1e-3                # weight decay
-EPOCHS, BATCH, LR = 60, 256, 1e-3
-MIN_STEPS = 1000         # a tiny training set still gets this many Adam steps
 
 
 def source_id() -> str:
     """What a trained classifier depends on besides the model: this code's version and the corpus."""
     data = b"".join(f.read_bytes() for f in TRAINING_FILES if f.exists())
-    return (f"slots-v{SLOTS_VERSION}:{LOCAL_WINDOW}:{BOW_DIM}:{BOW_WEIGHT}:{HIDDEN}x{MEMBERS}:"
-            f"{DROPOUT}:{L2}:{EPOCHS}:{BATCH}:{LR}:"
+    return (f"slots-v{SLOTS_VERSION}:{LOCAL_WINDOW}:{BOW_DIM}:{BOW_WEIGHT}:{L2}:{EPOCHS}:"
             f"{hashlib.sha1(data).hexdigest()[:12]}")
 
 
@@ -90,16 +78,11 @@ def training_items() -> list[tuple[str, str]]:
 
 @dataclass
 class SlotClassifier:
-    """A small network over [whitened state, whitened local vector, hashed words] -> class probabilities.
-
-    ``features @ w1 + b1`` -> ReLU -> ``@ w2 + b2`` -> softmax.
-    """
+    """Softmax regression over whitened [state, local] features (2d,) -> class probabilities."""
 
     classes: list[str]
-    w1: np.ndarray           # (D, H)   D = 2d + BOW_DIM
-    b1: np.ndarray           # (H,)
-    w2: np.ndarray           # (H, C)
-    b2: np.ndarray           # (C,)
+    weights: np.ndarray      # (C, 2d)
+    bias: np.ndarray         # (C,)
 
     @property
     def fields(self) -> list[str]:
@@ -107,104 +90,78 @@ class SlotClassifier:
 
     def predict_one(self, whitened: np.ndarray, text: str) -> np.ndarray:
         """``predict(features(...))`` for one step, without building the 4,096 word columns: the
-        state's rows of ``w1`` are read whole, the words' only where the sentence has a word (the
+        dense part reads only the state's weights and the words only their own columns (the
         weights are cold after each forward pass, so bytes read are the cost).
         *whitened*: (2, d) state and local mean after ``stats.transform`` -> (C,) probabilities."""
-        state_w, words_w = self._split(whitened.size)            # (2d, H), (BOW_DIM, H)
-        a = whitened.reshape(-1).astype(np.float32) @ state_w + self.b1         # (H,)
+        state_w, words_w = self._split(whitened.size)            # (C, 2d), (BOW_DIM, C)
+        z = state_w @ whitened.reshape(-1).astype(np.float32) + self.bias        # (C,)
         slots = word_slots(text)
         if slots:
-            a = a + (BOW_WEIGHT / np.sqrt(np.float32(len(slots)))) * words_w[slots].sum(axis=0)
-        z = np.maximum(a, 0.0) @ self.w2 + self.b2                              # (C,)
+            z = z + (BOW_WEIGHT / np.sqrt(np.float32(len(slots)))) * words_w[slots].sum(axis=0)
         z = z - z.max()
         e = np.exp(z)
         return e / e.sum()
 
     def _split(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
-        """The state's rows of ``w1`` (dim, H) and the words' rows (BOW_DIM, H), each contiguous."""
+        """The weights of the state (C, dim) and of the words (BOW_DIM, C) in their own contiguous
+        arrays, so a step reads a few kilobytes of word weights, not strided rows of all of them."""
         cached = getattr(self, "_split_cache", None)        # (weights it was cut from, state, words)
-        if cached is None or cached[0] is not self.w1 or cached[1].shape[0] != dim:
-            cached = (self.w1, np.ascontiguousarray(self.w1[:dim], np.float32),
-                      np.ascontiguousarray(self.w1[dim:], np.float32))
+        if cached is None or cached[0] is not self.weights or cached[1].shape[1] != dim:
+            cached = (self.weights, np.ascontiguousarray(self.weights[:, :dim], np.float32),
+                      np.ascontiguousarray(self.weights[:, dim:].T, np.float32))
             self._split_cache = cached
         return cached[1], cached[2]
 
     def predict(self, features: np.ndarray) -> np.ndarray:
-        """(n, D) -> (n, C) probabilities."""
-        z = _relu_layer(np.atleast_2d(features).astype(np.float32), self.w1, self.b1) @ self.w2 + self.b2
+        """(n, 2d) -> (n, C) probabilities."""
+        z = np.atleast_2d(features).astype(np.float32) @ self.weights.T + self.bias
         z -= z.max(axis=1, keepdims=True)
         e = np.exp(z)
         return e / e.sum(axis=1, keepdims=True)
 
     @classmethod
-    def fit(cls, x: np.ndarray, y: np.ndarray, classes: Sequence[str], members: int = MEMBERS,
-            hidden: int = HIDDEN, seed: int = 0) -> "SlotClassifier":
-        """*members* nets trained apart, then joined: averaging their logits is one wider net."""
-        nets = [_fit_one(x.astype(np.float32), y, len(classes), hidden, seed + m) for m in range(members)]
-        return cls(list(classes), np.hstack([n[0] for n in nets]), np.concatenate([n[1] for n in nets]),
-                   np.vstack([n[2] for n in nets]) / members, np.mean([n[3] for n in nets], axis=0))
+    def fit(cls, x: np.ndarray, y: np.ndarray, classes: Sequence[str], epochs: int = EPOCHS,
+            l2: float = L2) -> "SlotClassifier":
+        """Full-batch gradient descent with Adam; classes weighted equally (balanced)."""
+        n, d = x.shape
+        c = len(classes)
+        x = x.astype(np.float32)
+        onehot = np.zeros((n, c), np.float32)
+        onehot[np.arange(n), y] = 1.0
+        counts = np.maximum(onehot.sum(0), 1.0)
+        sample_w = (n / (c * counts))[y][:, None].astype(np.float32)
+        w = np.zeros((c, d), np.float32)
+        b = np.zeros(c, np.float32)
+        m_w, v_w, m_b, v_b = (np.zeros_like(w), np.zeros_like(w), np.zeros_like(b), np.zeros_like(b))
+        lr, beta1, beta2 = 0.05, 0.9, 0.999
+        for step in range(1, epochs + 1):
+            z = x @ w.T + b
+            z -= z.max(axis=1, keepdims=True)
+            p = np.exp(z)
+            p /= p.sum(axis=1, keepdims=True)
+            g = (p - onehot) * sample_w / n              # (n, c)
+            gw = g.T @ x + l2 * w
+            gb = g.sum(0)
+            m_w = beta1 * m_w + (1 - beta1) * gw
+            v_w = beta2 * v_w + (1 - beta2) * gw * gw
+            m_b = beta1 * m_b + (1 - beta1) * gb
+            v_b = beta2 * v_b + (1 - beta2) * gb * gb
+            corr1, corr2 = 1 - beta1 ** step, 1 - beta2 ** step
+            w -= lr * (m_w / corr1) / (np.sqrt(v_w / corr2) + 1e-8)
+            b -= lr * (m_b / corr1) / (np.sqrt(v_b / corr2) + 1e-8)
+        return cls(list(classes), w, b)
 
     # -- saving
 
     def to_bytes(self) -> tuple[str, bytes, bytes]:
-        """(meta JSON, w1 then w2, b1 then b2): the three columns the store keeps."""
-        meta = json.dumps({"classes": self.classes, "inputs": int(self.w1.shape[0]), "hidden": int(self.w1.shape[1])})
-        weights = np.concatenate([self.w1.ravel(), self.w2.ravel()]).astype(np.float32)
-        return meta, weights.tobytes(), np.concatenate([self.b1, self.b2]).astype(np.float32).tobytes()
+        return json.dumps(self.classes), self.weights.astype(np.float32).tobytes(), self.bias.astype(np.float32).tobytes()
 
     @classmethod
-    def from_bytes(cls, meta: str, weights: bytes, bias: bytes) -> "SlotClassifier":
-        info = json.loads(meta)
-        names, d, h = info["classes"], info["inputs"], info["hidden"]
-        w = np.frombuffer(weights, dtype=np.float32)
-        b = np.frombuffer(bias, dtype=np.float32)
-        return cls(names, w[: d * h].reshape(d, h).copy(), b[:h].copy(),
-                   w[d * h:].reshape(h, len(names)).copy(), b[h:].copy())
-
-
-def _relu_layer(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.maximum(x @ w + b, 0.0)
-
-
-def _fit_one(x: np.ndarray, y: np.ndarray, c: int, hidden: int, seed: int
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One net: minibatch Adam on class-balanced cross-entropy, dropout on the hidden layer, weight decay."""
-    rng = np.random.default_rng(seed)
-    n, d = x.shape
-    sample_w = (n / (c * np.maximum(np.bincount(y, minlength=c), 1)))[y].astype(np.float32)   # balanced
-    params = [(rng.standard_normal((d, hidden)) * np.sqrt(2.0 / d)).astype(np.float32),        # He init
-              np.zeros(hidden, np.float32),
-              (rng.standard_normal((hidden, c)) * np.sqrt(1.0 / hidden)).astype(np.float32),
-              np.zeros(c, np.float32)]
-    moments = [(np.zeros_like(p), np.zeros_like(p)) for p in params]
-    batches = -(-n // BATCH)
-    epochs = max(EPOCHS, -(-MIN_STEPS // batches))
-    step = 0
-    for _ in range(epochs):
-        order = rng.permutation(n)
-        for start in range(0, n, BATCH):
-            rows = order[start:start + BATCH]
-            w1, b1, w2, b2 = params
-            xb = x[rows]
-            h = _relu_layer(xb, w1, b1)                                            # (b, H)
-            keep = (rng.random(h.shape) >= DROPOUT).astype(np.float32) / (1.0 - DROPOUT)
-            h = h * keep
-            z = h @ w2 + b2                                                        # (b, C)
-            z -= z.max(axis=1, keepdims=True)
-            p = np.exp(z)
-            p /= p.sum(axis=1, keepdims=True)
-            p[np.arange(len(rows)), y[rows]] -= 1.0
-            g = p * (sample_w[rows] / len(rows))[:, None]                          # d loss / d z
-            gh = (g @ w2.T) * keep * (h > 0)                                       # d loss / d pre-activation
-            grads = [xb.T @ gh + L2 * w1, gh.sum(0), h.T @ g + L2 * w2, g.sum(0)]
-            step += 1
-            for param, grad, (m, v) in zip(params, grads, moments):
-                m *= 0.9
-                m += 0.1 * grad
-                v *= 0.999
-                v += 0.001 * grad * grad
-                param -= LR * (m / (1 - 0.9 ** step)) / (np.sqrt(v / (1 - 0.999 ** step)) + 1e-8)
-    return params[0], params[1], params[2], params[3]
+    def from_bytes(cls, classes: str, weights: bytes, bias: bytes) -> "SlotClassifier":
+        names = json.loads(classes)
+        b = np.frombuffer(bias, dtype=np.float32).copy()
+        w = np.frombuffer(weights, dtype=np.float32).reshape(len(names), -1).copy()
+        return cls(names, w, b)
 
 
 def word_slots(text: str) -> list[int]:
@@ -247,19 +204,16 @@ def shipped(identity: str, source: str) -> tuple[str, bytes, bytes] | None:
         with np.load(path, allow_pickle=False) as data:
             if str(data["source"]) != source:
                 return None
-            return (str(data["meta"]), data["weights"].astype(np.float32).tobytes(),
-                    data["bias"].astype(np.float32).tobytes())
+            weights = data["weights"].astype(np.float32)
+            return str(data["classes"]), weights.tobytes(), data["bias"].astype(np.float32).tobytes()
     except (OSError, KeyError, ValueError):
         return None
 
 
 def save_shipped(identity: str, source: str, clf: SlotClassifier) -> Path:
-    """Weights in half precision: the file ships in the wheel (the network reads them back as float32)."""
     path = shipped_path(identity)
-    meta, weights, bias = clf.to_bytes()
-    np.savez_compressed(path, source=np.array(source), meta=np.array(meta),
-                        weights=np.frombuffer(weights, np.float32).astype(np.float16),
-                        bias=np.frombuffer(bias, np.float32))
+    np.savez_compressed(path, source=np.array(source), classes=np.array(json.dumps(clf.classes)),
+                        weights=clf.weights.astype(np.float16), bias=clf.bias.astype(np.float32))
     return path
 
 
