@@ -164,7 +164,7 @@ def test_a_trained_classifier_is_kept_in_the_store(tmp_path, runtime, monkeypatc
     monkeypatch.setattr(engine_module, "_slots_cache", {})
     second = Engine(runtime=runtime, store=ChunkStore(db))
     assert second.matcher.slots.classes == first.matcher.slots.classes and calls == [1]
-    # The same network read back, not only the same names (a weight laid out wrongly in to_bytes /
+    # The same classifier read back, not only the same names (a weight laid out wrongly in to_bytes /
     # from_bytes would still load and give other readings).
     x = np.random.default_rng(0).standard_normal((4, first.matcher.slots.weights.shape[1])).astype(np.float32)
     np.testing.assert_allclose(second.matcher.slots.predict(x), first.matcher.slots.predict(x), atol=1e-6)
