@@ -174,7 +174,8 @@ def test_a_trained_classifier_is_kept_in_the_store(tmp_path, runtime, monkeypatc
 def test_the_slot_module_examples_hold():
     import doctest
 
-    assert doctest.testmod(slots).failed == 0
+    result = doctest.testmod(slots)
+    assert result.failed == 0 and result.attempted >= 4     # the examples are there and hold
 
 
 def test_a_store_with_only_untyped_chunks_loads(runtime):
