@@ -44,6 +44,12 @@ def _bounded(text: str, start: int, end: int) -> bool:
     return not (before.isalnum() or after.isalnum())
 
 
+def _by_hand(text: str, start: int, end: int, inserted: Sequence[tuple[int, int]]) -> bool:
+    """*text*[start:end] is a whole value (or, ending *text*, the start of one) the user typed: bounded
+    by no letter or digit, and overlapping none of the *inserted* ranges."""
+    return _bounded(text, start, end) and not any(s < end and start < e for s, e in inserted)
+
+
 def typed_values(values: dict[int, str], text: str, inserted: Sequence[tuple[int, int]] = (),
                  positions: bool = False) -> list[tuple]:
     """(chunk id, lead-in) for each library value written by hand in the last LOOKBACK characters of *text*.
@@ -64,8 +70,7 @@ def typed_values(values: dict[int, str], text: str, inserted: Sequence[tuple[int
         at = tail.find(value)
         while at >= 0:
             start, end = offset + at, offset + at + len(value)
-            from_suggestion = any(s < end and start < e for s, e in inserted)
-            if _bounded(text, start, end) and not from_suggestion:
+            if _by_hand(text, start, end, inserted):
                 phrase = lead_in(text[:start])
                 if words(phrase):
                     found.append((chunk_id, phrase, start) if positions else (chunk_id, phrase))
@@ -93,10 +98,8 @@ def values_being_typed(values: dict[int, str], text: str,
         for n in range(min(len(value) - 1, len(text)), AHEAD_CHARS - 1, -1):
             if text.endswith(value[:n]):
                 start = len(text) - n
-                typed = not any(s < len(text) and start < e for s, e in inserted)
-                starts_word = start == 0 or not text[start - 1].isalnum()
                 phrase = lead_in(text[:start])
-                if typed and starts_word and learnable(phrase):
+                if _by_hand(text, start, len(text), inserted) and learnable(phrase):
                     found.append((chunk_id, phrase))
                 break
     return found[:AHEAD_PHRASES]

@@ -97,13 +97,12 @@ class MatchingState:
         rows = [r for r in store.valid_encodings(model_id, ids) if r.origin != DISMISSED]
         chunks = store.list_chunks(ids=sorted({r.chunk_id for r in rows})) if rows else []
         kind_of = {c.id: c.kind for c in chunks}
-        repeatable = _matching().REPEATABLE_KINDS
         mine = np.flatnonzero(np.isin(self._chunk_of, ids))
         # A row is kept if encoded as before and its chunk's kind still reads the same (a mined phrase
         # made a snippet in the library must leave the mined rows' flags and entry tokens).
         kept = {int(self._label_at[i]) for i in mine
-                if bool(self._repeatable[i]) == (kind_of.get(int(self._chunk_of[i])) in repeatable)
-                and bool(self._is_self[i]) == (kind_of.get(int(self._chunk_of[i])) == "self")}
+                if (bool(self._repeatable[i]), bool(self._is_self[i]))
+                == _kind_flags(kind_of.get(int(self._chunk_of[i])))}
         kept &= {r.label for r in rows if self.index.hashes.get(r.label) == r.source_hash}   # encoded as before
         gone = self._retire(ids, keep=kept)
         fresh = [r for r in rows if r.label not in kept]
@@ -152,9 +151,9 @@ class MatchingState:
         self._label_at = np.concatenate([self._label_at, np.asarray(labels, dtype=np.int64)])
         self._chunk_of = np.concatenate([self._chunk_of, np.asarray([r.chunk_id for r in rows], dtype=np.int64)])
         self._entry = np.concatenate([self._entry, np.asarray([r.entry_token for r in rows], dtype=np.int64)])
-        repeatable = _matching().REPEATABLE_KINDS
-        self._repeatable = np.concatenate([self._repeatable, [kinds.get(r.chunk_id) in repeatable for r in rows]])
-        self._is_self = np.concatenate([self._is_self, [kinds.get(r.chunk_id) == "self" for r in rows]])
+        flags = [_kind_flags(kinds.get(r.chunk_id)) for r in rows]
+        self._repeatable = np.concatenate([self._repeatable, [f[0] for f in flags]])
+        self._is_self = np.concatenate([self._is_self, [f[1] for f in flags]])
         self._learned = np.concatenate([self._learned, np.asarray([r.origin == LEARNED for r in rows], bool)])
         for i, r in enumerate(rows):
             self._row_of[r.label] = n0 + i
@@ -319,3 +318,8 @@ def _matching():
     from . import matching
 
     return matching
+
+
+def _kind_flags(kind: str | None) -> tuple[bool, bool]:
+    """(repeatable, self-distilled) for a chunk of *kind*: the two per-row flags a row's kind sets."""
+    return kind in _matching().REPEATABLE_KINDS, kind == "self"
