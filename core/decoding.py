@@ -391,10 +391,14 @@ class Decoder:
           at the start of a line the model breaks there, never after words the
           model made up;
         - a whole sentence (a snippet) starts a sentence or a clause, never the middle of one;
-        - whose: :meth:`writer_owns_slot`, unless the user typed this value
-          after these very words before (a learned context says it is theirs).
+        - whose: not where the slot classifier reads someone else's detail about as likely
+          (:attr:`Proposal.reads_as_someone_elses`), then :meth:`writer_owns_slot`; neither asked
+          where the user typed this value after these very words before (a learned context says
+          it is theirs).
         """
         if not self.own_chunks_fit():
+            return False
+        if proposal.reads_as_someone_elses and not proposal.learned:
             return False
         if is_sentence(proposal.text):
             return at_clause_start(self._text)       # the writer's own sentence: whose it is needs no asking

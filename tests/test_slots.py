@@ -4,7 +4,7 @@ import pytest
 
 from chunkwise.core import whose
 from chunkwise.core import ChunkStore, Engine, GenerationRequest
-from chunkwise.core import slots
+from chunkwise.core import matching, slots
 from chunkwise.core.encoding import ModelStats
 from chunkwise.core.settings import Settings
 from tests.conftest import paper_profile
@@ -82,6 +82,19 @@ def test_someone_elses_detail_is_not_the_users(profile_engine, prompt):
     assert out.spans == [], out.text
 
 
+def test_a_place_that_reads_as_much_someone_elses_gets_no_user_value(profile_engine):
+    """"The clinic is located at" reads address 0.52 and someone else's 0.47: no person is named, the
+    writer probe lets it through (-0.7), and the user's address went in.  With the user's field needing
+    OWN_OVER_OTHERS times someone else's reading it stays out; the writer's own address still goes in
+    where the classifier reads no one else ("My home address is"), so the gate is not just closed."""
+    engine, ids = profile_engine
+    request = lambda prompt: GenerationRequest(prompt, max_tokens=24, stop=["\n\n"])
+    out = engine.generate(request("Hi,\n\nThe clinic is located at"), record_use=False)
+    assert ids["address"] not in [s.chunk_id for s in out.spans], out.text
+    own = engine.generate(request("Hello,\n\nMy home address is"), record_use=False)
+    assert [s.chunk_id for s in own.spans][:1] == [ids["address"]], own.text
+
+
 def test_the_writer_probe_decides_whether_a_value_goes_in(profile_engine, monkeypatch):
     """Where the model says the detail is someone else's, the user's value stays out; otherwise it goes in."""
     engine, ids = profile_engine
@@ -100,9 +113,12 @@ def test_the_writer_probe_decides_whether_a_value_goes_in(profile_engine, monkey
 def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_says(profile_engine, monkeypatch,
                                                                                     prompt):
     """The lexical cue outranks the probe: "Sam's portfolio" is Sam's even where the model leans to "my".
-    The control (cue switched off) shows the value would otherwise go in, so the test can fail."""
+    The control (cue switched off) shows the value would otherwise go in, so the test can fail.  The
+    classifier's own someone-else's reading (OWN_OVER_OTHERS) is switched off: it keeps "ring her
+    directly at" out too, and would hide a broken cue."""
     engine, ids = profile_engine
     monkeypatch.setattr(whose, "writer_evidence", lambda rt: 10.0)
+    monkeypatch.setattr(matching, "OWN_OVER_OTHERS", 0.0)
 
     def users_values():
         out = engine.generate(GenerationRequest(prompt, max_tokens=12), record_use=False)
