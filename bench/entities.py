@@ -2,9 +2,10 @@
 
 bench/personal.py's someone-else's cases mostly name a person ("her mobile's", "my colleague Dr.
 Wolff on"), which the words settle (core/whose.py).  These (bench/data/entities/cases.json, written
-by a helper who saw no other project data) name an organisation or a place instead: "ring the IT
-service desk on", "The clinic is located at", "Hotel address:".  The user's own details come in the
-same forms ("Ship to:", "Send the signed copy back to", "Tel:" in a signature).
+by a helper who saw no other project data) name an organisation or a place instead: "log it
+with the helpdesk on extension", "The new sorting office where uncollected parcels are kept is
+located at", "Hotel address:".  The user's own details come in the same forms ("Ship to:", "Send the signed copy back
+to", "Tel:" in a signature).  -v prints each case and what the suggestion was.
 
 The path users run, as in bench/personal.py: user "ana"'s library (bench/data/personal/profiles.json)
 plus the store learned from persona Mara's sent mail, each case through the editor's own request.
@@ -60,19 +61,16 @@ def evaluate(verbose: bool = False) -> list[dict]:
 
 
 def report(verdicts: list[dict]) -> str:
-    rows = []
-    for detail in ("phone", "email", "address", "website"):
-        tp = [v for v in verdicts if v["kind"] == "third_party" and v["detail"] == detail]
-        own = [v for v in verdicts if v["kind"] == "positive" and v["detail"] == detail]
-        rows.append([detail, f"{sum(v['false'] for v in tp)}/{len(tp)}", f"{sum(v['right'] for v in own)}/{len(own)}",
-                     f"{sum(v['wrong_field'] for v in own)}/{len(own)}"])
-    tp = [v for v in verdicts if v["kind"] == "third_party"]
-    own = [v for v in verdicts if v["kind"] == "positive"]
-    rows.append(["all", f"{sum(v['false'] for v in tp)}/{len(tp)}", f"{sum(v['right'] for v in own)}/{len(own)}",
-                 f"{sum(v['wrong_field'] for v in own)}/{len(own)}"])
-    inserted = Counter(v["inserted"] for v in tp if v["false"])
+    def row(name: str, chosen: list[dict]) -> list[str]:
+        tp = [v for v in chosen if v["kind"] == "third_party"]
+        own = [v for v in chosen if v["kind"] == "positive"]
+        return [name, f"{sum(v['false'] for v in tp)}/{len(tp)}", f"{sum(v['right'] for v in own)}/{len(own)}",
+                f"{sum(v['wrong_field'] for v in own)}/{len(own)}"]
+
+    rows = [row(d, [v for v in verdicts if v["detail"] == d]) for d in ("phone", "email", "address", "website")]
+    inserted = Counter(v["inserted"] for v in verdicts if v["kind"] == "third_party" and v["false"])
     return (table(["detail", "user's value where an organisation's goes", "user's own: right value",
-                   "user's own: wrong field"], rows)
+                   "user's own: wrong field"], [*rows, row("all", verdicts)])
             + f"\n\nthe user's values that went where an organisation's belongs: {dict(inserted)}; "
             f"invented details: {sum(v['invented'] for v in verdicts)}")
 

@@ -3,7 +3,8 @@
 For every case of a split: the slot classifier's top classes at the cursor, the best typed
 chunk's agreement (the value the type cut compares), the writer probe's log-odds and the person
 cue (core/whose.py).  Then the gate is replayed for several probe bars without generating:
-a case counts as filled when agreement >= the type cut and the gate lets it through.  The replay
+a case counts as filled when agreement >= the type cut and the gate lets it through (the words,
+the probe, and the classifier's someone-else's reading, core/matching.py OWN_OVER_OTHERS).  The replay
 ignores what generation adds (line breaks, the learned store), so bench/personal.py stays the
 measure; this shows why a case fails and how a bar trades right values for misplaced ones.
 
@@ -25,7 +26,7 @@ import numpy as np  # noqa: E402
 from bench.common import table  # noqa: E402
 from bench.personal import DATA, body_prompt, build_store, load_cases  # noqa: E402
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
-from chunkwise.core import whose  # noqa: E402
+from chunkwise.core import matching, whose  # noqa: E402
 from chunkwise.core.encoding import local_mean, local_rows  # noqa: E402
 from chunkwise.core.slots import features  # noqa: E402
 
@@ -53,10 +54,11 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
                 out = rt.sync(tokens, last=local_rows(len(tokens)), hidden=True, copy=True)
                 hidden, local = out.hidden[-1], local_mean(out.hidden)                # (d,), (d,)
                 probs = m.slots.predict(features(m.stats, hidden[None], local[None], [text]))[0]
-                agreement = m.type_agreement(hidden, local, text)
+                agreement, others = m.type_readings(hidden, local, text)
                 best, score = max(agreement.items(), key=lambda kv: kv[1]) if agreement else (None, 0.0)
                 row = {"id": c["id"], "kind": c["kind"], "field": c.get("field"), "best": field_of.get(best),
-                       "agreement": score, "probe": whose.writer_evidence(rt), "cue": whose.person_cue(text),
+                       "agreement": score, "someone_elses": others,
+                       "probe": whose.writer_evidence(rt), "cue": whose.person_cue(text),
                        "top": [(m.slots.classes[i], round(float(probs[i]), 2)) for i in np.argsort(-probs)[:3]]}
                 rows.append(row)
                 if verbose:
@@ -73,7 +75,8 @@ def replay(rows: list[dict], cut: float, bar: float, cue: bool = True) -> dict:
     counts = {"right": 0, "wrong": 0, "third_party": 0, "neutral": 0}
     for r in rows:
         through = whose.writer_owns(r["cue"] if cue else None, lambda: r["probe"], bar)
-        filled = r["agreement"] >= cut and through
+        theirs = r["agreement"] < matching.OWN_OVER_OTHERS * r["someone_elses"]     # Proposal.reads_as_someone_elses
+        filled = r["agreement"] >= cut and through and not theirs
         if r["kind"] == "positive":
             counts["right"] += filled and r["best"] == r["field"]
             counts["wrong"] += filled and r["best"] != r["field"]

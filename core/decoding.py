@@ -209,6 +209,10 @@ class Decoder:
         self._recent_hidden: list[np.ndarray] = []
         self._used_chunks: set[int] = set()
         self._line_break = False           # the model would break the line before the proposed chunk
+        # Whose detail comes next was judged someone else's at the cursor; the spaces the model may write
+        # before a word do not change that (the classifier read "The garage is located at " as the user's
+        # address where "... at" was someone else's as much; tests/test_slots.py).
+        self._someone_elses_here = False
         self._text = ""           # prompt tail + generated text, for matching's words
         self._encoder = Encoder(rt)
         # Without chunks to match (or kNN), no hidden states: the plain path of the
@@ -394,15 +398,24 @@ class Decoder:
         - whose: not where the slot classifier reads someone else's detail about as likely
           (:attr:`Proposal.reads_as_someone_elses`), then :meth:`writer_owns_slot`; neither asked
           where the user typed this value after these very words before (a learned context says
-          it is theirs).
+          it is theirs).  Judged someone else's once, the place stays so while the model writes
+          only spaces (own_chunks_fit ends it at the first word anyway).
         """
         if not self.own_chunks_fit():
             return False
-        if proposal.reads_as_someone_elses and not proposal.learned:
+        if proposal.learned:                         # the user's own words before this value: theirs
+            return not is_sentence(proposal.text) or at_clause_start(self._text)
+        if self._someone_elses_here:                 # judged at the cursor; only spaces written since
+            return False
+        if proposal.reads_as_someone_elses:          # the typed route's reading (a learned proposal has none)
+            self._someone_elses_here = True
             return False
         if is_sentence(proposal.text):
-            return at_clause_start(self._text)       # the writer's own sentence: whose it is needs no asking
-        return proposal.learned or self.writer_owns_slot()
+            return at_clause_start(self._text)       # the writer's own sentence: no what-if probe asked
+        if not self.writer_owns_slot():
+            self._someone_elses_here = True
+            return False
+        return True
 
     def own_chunks_fit(self) -> bool:
         """Whether the text written so far still leads into one of the user's own chunks: no more

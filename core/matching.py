@@ -63,11 +63,13 @@ TYPE_FLOOR = 0.1         # type agreement at threshold 0 (dev split, bench/perso
 # A straight line to 0.7 let a confident classifier insert at 1.0, the slider's "never" end.
 TYPE_POWER = 1.064       # (1 - TYPE_FLOOR) * 0.3 ** TYPE_POWER = 0.25
 # The user's field must read this many times as likely as someone else's detail (the classifier's
-# third-party class) for a typed chunk to be the user's here (Proposal.reads_as_someone_elses, in
-# Decoder.fits_here): where the two are close, the text is as much about another party ("The clinic is
-# located at": address 0.52, someone else's 0.47).  Chosen on a set of organisations' and places'
-# details written for it (2.5: 12 -> 7 of 100 inserted, the user's own 49 of 60 kept) and the dev
-# split of bench/personal.py (unchanged); docs/benchmarks.md.
+# third-party class) for a typed chunk -- a value or a snippet -- to be the user's here
+# (Proposal.reads_as_someone_elses, asked in Decoder.fits_here): where the two are close, the text is
+# as much about another party ("The clinic is located at" read address 0.52, someone else's 0.47 in a
+# scratch run).  Chosen on bench/data/entities (organisations' and places' details), in a scratch
+# replay at the cursor (off / 1 / 1.4 / 2 / 2.5 / 3.3 -> 12 / 10 / 9 / 9 / 7 / 7 of 100 inserted, the
+# user's own 49 / 49 / 49 / 49 / 49 / 48 of 60), then through the editor's request (bench/entities.py:
+# 16 -> 9 of 100, own 47 of 60 kept); bench/personal.py dev unchanged.  docs/benchmarks.md.
 OWN_OVER_OTHERS = 2.5
 AVOID_WORDS = 6          # the last words before a place compared with where the user dismissed a chunk
 AVOID_OVERLAP = 0.5      # ... and the share of them in common (Jaccard) that counts as the same place
@@ -113,13 +115,22 @@ class Proposal:
     score: float        # the match on the calibrated 0..1 scale
     q: float            # acceptance probability (appendix D.4)
     learned: bool = False   # the user typed this value after these very words (learned_proposal)
-    others: float = 0.0     # typed: the slot classifier's reading that someone else's detail comes here
+    # The slot classifier's reading that someone else's detail comes here; only the typed route
+    # (typed_proposal) reads it, so None on every other proposal.
+    someone_elses: float | None = None
 
     @property
     def reads_as_someone_elses(self) -> bool:
         """The classifier finds someone else's detail about as likely here as the user's field
-        (:data:`OWN_OVER_OTHERS`): whose it is, judged like the words and the writer probe do."""
-        return self.match < OWN_OVER_OTHERS * self.others
+        (:data:`OWN_OVER_OTHERS`): whose it is, judged with the words and the writer probe.
+
+        >>> typed = lambda others: Proposal(1, "pii", "phone", "+49 30 1234", (), 0.52, 0.52, 1.0, someone_elses=others)
+        >>> typed(0.47).reads_as_someone_elses, typed(0.05).reads_as_someone_elses
+        (True, False)
+        >>> typed(None).reads_as_someone_elses    # not read: a proposal of the retrieval path or a learned one
+        False
+        """
+        return self.someone_elses is not None and self.match < OWN_OVER_OTHERS * self.someone_elses
 
 
 def type_cutoff(threshold: float) -> float:
@@ -457,7 +468,7 @@ class ChunkMatcher(MatchingState):
                 continue
             return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
                             tokens=self._tokens[self._typed_label[chunk_id]], match=round(score, 4),
-                            score=score, q=1.0, others=others)
+                            score=score, q=1.0, someone_elses=others)
         return None
 
 

@@ -48,7 +48,7 @@ def test_past_the_cursor_the_users_own_chunks_are_not_searched_for(pii_engine, m
     per-token cost of having chunks on (bench/overhead.py).  Catches the search running on at every step."""
     matcher = pii_engine.matcher_ready()
     asked = []
-    for name in ("candidates", "type_agreement"):
+    for name in ("candidates", "type_readings"):              # what the decode path asks (typed_proposal)
         real = getattr(matcher, name)
 
         def spy(hidden, local, text, *args, _real=real, **kwargs):

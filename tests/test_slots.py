@@ -82,17 +82,26 @@ def test_someone_elses_detail_is_not_the_users(profile_engine, prompt):
     assert out.spans == [], out.text
 
 
-def test_a_place_that_reads_as_much_someone_elses_gets_no_user_value(profile_engine):
-    """"The clinic is located at" reads address 0.52 and someone else's 0.47: no person is named, the
-    writer probe lets it through (-0.7), and the user's address went in.  With the user's field needing
-    OWN_OVER_OTHERS times someone else's reading it stays out; the writer's own address still goes in
-    where the classifier reads no one else ("My home address is"), so the gate is not just closed."""
+@pytest.mark.parametrize("place", ["The museum is located at", "The garage is located at",
+                                   "The town hall is located at"])
+def test_a_place_that_reads_as_much_someone_elses_gets_no_user_value(profile_engine, monkeypatch, place):
+    """Where no person is named the words say nothing and the writer probe lets these through (about
+    -0.5); the classifier reads the address at 0.53-0.62 but someone else's at 0.36-0.45, and the user's
+    address went in.  With the gate (OWN_OVER_OTHERS) it stays out; the control switches the gate off
+    and the address comes, so only the gate keeps it out.  (None of these sentences is in the training
+    corpus or a bench set.)  The garage also needs the place to stay someone else's after the space the
+    model writes next, where the classifier read the address at 0.75 and someone else's at 0.20 and the
+    address went in one step late (Decoder.fits_here).  The writer's own address still goes where no one
+    else's is read."""
     engine, ids = profile_engine
     request = lambda prompt: GenerationRequest(prompt, max_tokens=24, stop=["\n\n"])
-    out = engine.generate(request("Hi,\n\nThe clinic is located at"), record_use=False)
-    assert ids["address"] not in [s.chunk_id for s in out.spans], out.text
-    own = engine.generate(request("Hello,\n\nMy home address is"), record_use=False)
-    assert [s.chunk_id for s in own.spans][:1] == [ids["address"]], own.text
+    addresses = lambda prompt: [s.chunk_id for s in engine.generate(request(prompt), record_use=False).spans
+                                if s.chunk_id == ids["address"]]
+    assert addresses("Hi,\n\n" + place) == []
+    monkeypatch.setattr(matching, "OWN_OVER_OTHERS", 0.0)
+    assert addresses("Hi,\n\n" + place) == [ids["address"]]
+    monkeypatch.undo()
+    assert addresses("Hello,\n\nMy home address is") == [ids["address"]]
 
 
 def test_the_writer_probe_decides_whether_a_value_goes_in(profile_engine, monkeypatch):
@@ -192,6 +201,17 @@ def test_the_slot_module_examples_hold():
 
     result = doctest.testmod(slots)
     assert result.failed == 0 and result.attempted >= 4     # the examples are there and hold
+
+
+def test_the_matching_module_examples_hold():
+    """Proposal.reads_as_someone_elses on its own: a typed reading close to someone else's is ruled
+    out, a clear one is not, and a proposal that never read it (retrieval path, learned) is never ruled
+    out by it; type_cutoff's curve.  (Catches the gate comparing the wrong readings, or blocking
+    proposals of other routes.)"""
+    import doctest
+
+    result = doctest.testmod(matching)
+    assert result.failed == 0 and result.attempted >= 5
 
 
 def test_a_store_with_only_untyped_chunks_loads(runtime):
