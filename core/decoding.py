@@ -398,22 +398,22 @@ class Decoder:
         - whose: not where the slot classifier reads someone else's detail about as likely
           (:attr:`Proposal.reads_as_someone_elses`), then :meth:`writer_owns_slot`; neither asked
           where the user typed this value after these very words before (a learned context says
-          it is theirs).  Judged someone else's once, the place stays so while the model writes
-          only spaces (own_chunks_fit ends it at the first word anyway).
+          it is theirs).  Judged someone else's once, the place stays so for the user's values
+          while the model writes only spaces (own_chunks_fit ends it at the first word anyway); a
+          snippet sentence is still judged by its own reading there.
         """
         if not self.own_chunks_fit():
             return False
+        sentence = is_sentence(proposal.text)
         if proposal.learned:                         # the user's own words before this value: theirs
-            return not is_sentence(proposal.text) or at_clause_start(self._text)
-        if self._someone_elses_here:                 # judged at the cursor; only spaces written since
-            return False
+            return not sentence or at_clause_start(self._text)
         if proposal.reads_as_someone_elses:          # the typed route's reading (a learned proposal has none)
             self._someone_elses_here = True
             return False
-        if is_sentence(proposal.text):
+        if sentence:
             return at_clause_start(self._text)       # the writer's own sentence: no what-if probe asked
-        if not self.writer_owns_slot():
-            self._someone_elses_here = True
+        if self._someone_elses_here or not self.writer_owns_slot():
+            self._someone_elses_here = True          # a value: judged once at the cursor, not after each space
             return False
         return True
 

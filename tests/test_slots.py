@@ -104,6 +104,44 @@ def test_a_place_that_reads_as_much_someone_elses_gets_no_user_value(profile_eng
     assert addresses("Hello,\n\nMy home address is") == [ids["address"]]
 
 
+def test_a_place_judged_someone_elses_stays_so_through_the_spaces_the_model_writes(runtime, monkeypatch):
+    """Decoder.fits_here at the cursor and one space later.  Bug caught: after "The garage is located
+    at" was ruled out (address 0.62 against someone else's 0.36), the model wrote a space and the
+    reading there (0.75 against 0.20) let the address in one step late; the same for a place the
+    writer probe ruled out.  A fresh decoder (the next suggestion) judges afresh, and a snippet
+    sentence is still judged by its own reading."""
+    from chunkwise.core.decoding import DecodeSettings, Decoder
+    from chunkwise.core.matching import Proposal
+
+    value = lambda match, theirs: Proposal(1, "pii", "address", "100 Innovation Drive", (), match, match, 1.0,
+                                           someone_elses=theirs)
+    sentence = Proposal(2, "snippet", "closing line", "Many thanks for your help.", (), 0.9, 0.9, 1.0,
+                        someone_elses=0.0)
+
+    def decoder(text: str, owns: bool) -> Decoder:
+        d = Decoder(runtime, None, DecodeSettings())
+        d._text, d._prompt_chars = text, len(text)
+        monkeypatch.setattr(d, "writer_owns_slot", lambda: owns)
+        return d
+
+    d = decoder("Hi,\n\nThe garage is located at", owns=True)
+    assert not d.fits_here(value(0.62, 0.36))           # as much someone else's
+    d._text += " "
+    assert not d.fits_here(value(0.75, 0.20))           # clear a space later, and still not the user's
+    assert decoder("Hi,\n\nThe garage is located at ", owns=True).fits_here(value(0.75, 0.20))   # judged afresh
+
+    d = decoder("Hi,\n\nFor anything urgent, ring", owns=False)
+    assert not d.fits_here(value(0.9, 0.0))             # the writer probe says someone else's
+    monkeypatch.setattr(d, "writer_owns_slot", lambda: True)
+    d._text += " "
+    assert not d.fits_here(value(0.9, 0.0))             # ... and that holds through the space
+
+    d = decoder("Hi,\n\nThe report is attached.", owns=False)
+    assert not d.fits_here(value(0.9, 0.0))
+    d._text += " "
+    assert d.fits_here(sentence)                        # a sentence at a clause start: its own judgement
+
+
 def test_the_writer_probe_decides_whether_a_value_goes_in(profile_engine, monkeypatch):
     """Where the model says the detail is someone else's, the user's value stays out; otherwise it goes in."""
     engine, ids = profile_engine
