@@ -26,7 +26,8 @@ import numpy as np  # noqa: E402
 from bench.common import table  # noqa: E402
 from bench.personal import DATA, body_prompt, build_store, load_cases  # noqa: E402
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
-from chunkwise.core import matching, whose  # noqa: E402
+from chunkwise.core import whose  # noqa: E402
+from chunkwise.core.matching import someone_elses_here  # noqa: E402
 from chunkwise.core.encoding import local_mean, local_rows  # noqa: E402
 from chunkwise.core.slots import features  # noqa: E402
 
@@ -75,8 +76,7 @@ def replay(rows: list[dict], cut: float, bar: float, cue: bool = True) -> dict:
     counts = {"right": 0, "wrong": 0, "third_party": 0, "neutral": 0}
     for r in rows:
         through = whose.writer_owns(r["cue"] if cue else None, lambda: r["probe"], bar)
-        theirs = r["agreement"] < matching.OWN_OVER_OTHERS * r["someone_elses"]     # Proposal.reads_as_someone_elses
-        filled = r["agreement"] >= cut and through and not theirs
+        filled = r["agreement"] >= cut and through and not someone_elses_here(r["agreement"], r["someone_elses"])
         if r["kind"] == "positive":
             counts["right"] += filled and r["best"] == r["field"]
             counts["wrong"] += filled and r["best"] != r["field"]

@@ -130,7 +130,17 @@ class Proposal:
         >>> typed(None).reads_as_someone_elses    # not read: a proposal of the retrieval path or a learned one
         False
         """
-        return self.someone_elses is not None and self.match < OWN_OVER_OTHERS * self.someone_elses
+        return self.someone_elses is not None and someone_elses_here(self.match, self.someone_elses)
+
+
+def someone_elses_here(agreement: float, someone_elses: float) -> bool:
+    """The user's field (*agreement*) reads less than :data:`OWN_OVER_OTHERS` times someone else's
+    detail (*someone_elses*): the place is as much another party's.
+
+    >>> someone_elses_here(0.52, 0.47), someone_elses_here(0.75, 0.20)
+    (True, False)
+    """
+    return agreement < OWN_OVER_OTHERS * someone_elses
 
 
 def type_cutoff(threshold: float) -> float:
