@@ -4,7 +4,8 @@ For every case of a split: the slot classifier's top classes at the cursor, the 
 chunk's agreement (the value the type cut compares), the writer probe's log-odds and the person
 cue (core/whose.py).  Then the gate is replayed for several probe bars without generating:
 a case counts as filled when agreement >= the type cut and the gate lets it through (the words,
-the probe, and the classifier's someone-else's reading, core/matching.py OWN_OVER_OTHERS).  The replay
+the probe, a place named nearer than the writer, and the classifier's someone-else's reading,
+core/matching.py OWN_OVER_OTHERS).  The replay
 ignores what generation adds (line breaks, the learned store), so bench/personal.py stays the
 measure; this shows why a case fails and how a bar trades right values for misplaced ones.
 
@@ -28,6 +29,7 @@ from bench.personal import DATA, body_prompt, build_store, load_cases  # noqa: E
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
 from chunkwise.core import whose  # noqa: E402
 from chunkwise.core.matching import someone_elses_here  # noqa: E402
+from chunkwise.core.details import find_details  # noqa: E402
 from chunkwise.core.encoding import local_mean, local_rows  # noqa: E402
 from chunkwise.core.slots import features  # noqa: E402
 
@@ -60,6 +62,9 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
                 row = {"id": c["id"], "kind": c["kind"], "field": c.get("field"), "best": field_of.get(best),
                        "agreement": score, "someone_elses": others,
                        "probe": whose.writer_evidence(rt), "cue": whose.person_cue(text),
+                       # Decoder.a_places_detail: a place named nearer than the writer, and a contact detail
+                       "place": (whose.names_a_place(text) and best is not None
+                                 and bool(find_details(profiles[user]["fields"][field_of[best]]["value"]))),
                        "top": [(m.slots.classes[i], round(float(probs[i]), 2)) for i in np.argsort(-probs)[:3]]}
                 rows.append(row)
                 if verbose:
@@ -76,7 +81,8 @@ def replay(rows: list[dict], cut: float, bar: float, cue: bool = True) -> dict:
     counts = {"right": 0, "wrong": 0, "third_party": 0, "neutral": 0}
     for r in rows:
         through = whose.writer_owns(r["cue"] if cue else None, lambda: r["probe"], bar)
-        filled = r["agreement"] >= cut and through and not someone_elses_here(r["agreement"], r["someone_elses"])
+        filled = (r["agreement"] >= cut and through and not r["place"]
+                  and not someone_elses_here(r["agreement"], r["someone_elses"]))
         if r["kind"] == "positive":
             counts["right"] += filled and r["best"] == r["field"]
             counts["wrong"] += filled and r["best"] != r["field"]

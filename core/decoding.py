@@ -396,7 +396,8 @@ class Decoder:
           model made up;
         - a whole sentence (a snippet) starts a sentence or a clause, never the middle of one;
         - whose: not where the slot classifier reads someone else's detail about as likely
-          (:attr:`Proposal.reads_as_someone_elses`), then :meth:`writer_owns_slot`; neither asked
+          (:attr:`Proposal.reads_as_someone_elses`), not a place's contact detail
+          (:meth:`a_places_detail`), then :meth:`writer_owns_slot`; none asked
           where the user typed this value after these very words before (a learned context says
           it is theirs).  Judged someone else's once, the place stays so for the user's values
           while the model writes only spaces (own_chunks_fit ends it at the first word anyway); a
@@ -412,10 +413,17 @@ class Decoder:
             return False
         if sentence:
             return at_clause_start(self._text)       # the writer's own sentence: no what-if probe asked
-        if self._someone_elses_here or not self.writer_owns_slot():
+        if self._someone_elses_here or self.a_places_detail(proposal) or not self.writer_owns_slot():
             self._someone_elses_here = True          # a value: judged once at the cursor, not after each space
             return False
         return True
+
+    def a_places_detail(self, proposal: Proposal) -> bool:
+        """A phone number, email, web or street address where the words name a place or an
+        organisation as its owner ("Hotel address:", "the school website at"; core/whose.py
+        names_a_place).  Only contact details: "Hotel confirmation:" still takes the user's
+        booking reference, and "the table at the restaurant is under the name" their name."""
+        return whose.names_a_place(self._text) and bool(find_details(proposal.text))
 
     def own_chunks_fit(self) -> bool:
         """Whether the text written so far still leads into one of the user's own chunks: no more

@@ -12,6 +12,10 @@ address:", "Invoices go to"), the model is asked: it continues
 ('others', 'writer')
 >>> person_cue("Billing address:"), person_cue("CC my boss:"), person_cue("Check out Sam's portfolio, it's at")
 (None, 'others', 'others')
+
+A place or an organisation named nearer the cursor than any person owns a contact detail that
+comes next ("Hotel address:", "I'm staying at the Grand Hotel this week, the address is"), unless
+it is the writer's ("Our clinic is located at"): :func:`names_a_place`.
 """
 from __future__ import annotations
 
@@ -57,6 +61,17 @@ _AFTER_IS = {"at", "on", "in", "to", "from", "by", "via", "best", "easiest", "qu
              "above", "here", "there", "still", "now", "just", "also", "always", "probably", "usually",
              "the", "a", "an", "not", "no", "my", "your", "our", "his", "her", "their", "this", "that"}
 _RELATION_SPAN = 3        # "our billing team": the group noun within three words of "my" / "our"
+# Places and organisations whose phone, email, web or street address an email gives ("the school
+# website at", "Museum website:").  Not "office", "shop", "store", "studio" or "club": a signature's
+# "Office:" or "Shop online:", "in case the office is shut, my mobile is" are mostly the writer's
+# own (in the slot classifier's training fragments, core/data/slot_training*.json, this list names
+# a place before 2 of 1,334 of the writer's own phone, email, address, website and postcode places).
+_PLACES = {"hotel", "hostel", "restaurant", "café", "cafe", "bar", "pub", "bakery", "museum", "gallery", "school",
+           "university", "college", "hospital", "clinic", "surgery", "pharmacy", "bank", "library", "venue",
+           "theatre", "theater", "cinema", "station", "airport", "gym", "church", "council", "agency", "centre",
+           "center", "garage", "salon", "practice", "embassy", "consulate", "supermarket", "market", "stadium",
+           "vendor", "supplier", "firm", "depot", "insurer", "airline", "helpdesk", "organisers", "organizers",
+           "charity", "landlord"}
 
 
 def _tokens(sentence: str) -> list[str]:
@@ -86,6 +101,25 @@ def person_cue(text: str) -> str | None:
                 return WRITER
             return OTHERS
     return None
+
+
+def names_a_place(text: str) -> bool:
+    """Whether the sentence being written names a place or an organisation nearer the cursor than
+    any person, and not as the writer's own ("my bank", "our clinic"): then a phone number, email,
+    web or street address that comes next is the place's.
+
+    >>> names_a_place("Hotel address:"), names_a_place("I'm staying at the Grand Hotel this week, the address is")
+    (True, True)
+    >>> names_a_place("Our clinic is located at"), names_a_place("At the hotel, ring me on"), names_a_place("Address:")
+    (False, False, False)
+    """
+    tokens = _tokens(lead_in(text))
+    for i in range(len(tokens) - 1, -1, -1):
+        if tokens[i] in _PLACES:
+            return not any(b in ("my", "our") for b in tokens[max(0, i - _RELATION_SPAN): i])
+        if tokens[i] in _FIRST_PERSON:
+            return False
+    return False
 
 
 def writer_owns(cue: str | None, evidence: Callable[[], float], bar: float = OWNER_MIN) -> bool:

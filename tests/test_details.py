@@ -45,6 +45,8 @@ def test_ordinary_numbers_are_not_details(text):
     (" call me at 555-123-4567. Thanks", " call me at"),
     # the house number and name were shown before the comma revealed an address (bench/personal.py dev)
     (" 1234 Elmstead, Suite 100, Boston, MA ", ""),
+    # a six-digit house number went out whole before "NY 10022" revealed an address ("Hotel address:")
+    (" 123456 St. Martin's, New York, NY 10022", ""),
 ])
 def test_guard_never_shows_a_digit_of_an_invented_detail_token_by_token(stream, before):
     """Fed one character at a time (the worst case for a stream), nothing of the detail shows."""
