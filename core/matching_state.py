@@ -27,9 +27,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .index import VectorIndex
-from .slots import features as slot_features
+from .slots import features as slot_features, shape_fields
 from .store import DISMISSED, LEARNED, ChunkStore
-from .text import words
+from .text import is_sentence, words
 
 CALIBRATION_QUERIES = 1000   # background rows whose best match sets the background level
 CALIBRATION_K = 8            # nearest contexts each of them looks at
@@ -222,9 +222,11 @@ class MatchingState:
             rows_of: dict[int, list[int]] = {}
             for i, r in enumerate(expert):
                 rows_of.setdefault(r.chunk_id, []).append(i)
+            fields = self.slots.fields
             for chunk_id, mine in rows_of.items():
                 t = probs[mine].mean(axis=0)
                 if t.sum() >= TYPED:
+                    t = _within_shape(t, fields, self._chunks[chunk_id]["text"])
                     # Scaled so its own type counts 1: agreement is then the classifier's belief in that
                     # type here, however spread the chunk's own contexts read (an address whose contexts
                     # also read as a postcode lost to a cleanly typed email where an address went;
@@ -323,3 +325,21 @@ def _matching():
 def _kind_flags(kind: str | None) -> tuple[bool, bool]:
     """(repeatable, self-distilled) for a chunk of *kind*: the two per-row flags a row's kind sets."""
     return kind in _matching().REPEATABLE_KINDS, kind == "self"
+
+
+def _within_shape(reading: np.ndarray, fields: Sequence[str], text: str) -> np.ndarray:
+    """A value's field reading (fields,) with the fields its shape cannot fill set to zero
+    (core/slots.py shape_fields); a sentence (a snippet that mentions a number) and a value with
+    no shape, or none of whose read fields its shape allows, keep the reading as it was.
+
+    >>> r = np.array([0.6, 0.4], np.float32)                       # fields: phone, calendar_link
+    >>> _within_shape(r, ["phone", "calendar_link"], "(312) 555-0147").tolist()
+    [0.6000000238418579, 0.0]
+    >>> _within_shape(r, ["phone", "calendar_link"], "Ana Marín").tolist()
+    [0.6000000238418579, 0.4000000059604645]
+    """
+    allowed = None if is_sentence(text) else shape_fields(text)
+    if allowed is None:
+        return reading
+    kept = reading * np.asarray([f in allowed for f in fields], dtype=reading.dtype)
+    return kept if kept.max() > 0 else reading

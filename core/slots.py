@@ -33,6 +33,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .details import find_details
 from .encoding import BACKGROUND_FILE, LOCAL_WINDOW, ModelStats, local_mean
 from .llama_runtime import LlamaRuntime
 from .paths import shipped_for_model
@@ -162,6 +163,30 @@ class SlotClassifier:
         b = np.frombuffer(bias, dtype=np.float32).copy()
         w = np.frombuffer(weights, dtype=np.float32).reshape(len(names), -1).copy()
         return cls(names, w, b)
+
+
+# The fields a value of each shape (core/details.py) can fill: a phone number is no calendar link or
+# email address, an email address no website.  A chunk's field type is read from its stored
+# contexts, which users phrase loosely ("Call me:" reads half as a time to call, "my email address"
+# as much a postal address), so a value's own shape rules out what it cannot be (issue 10's wrong
+# fields: the phone number where an email was asked for, the email where the website belongs).
+SHAPE_FIELDS = {"phone": {"phone", "iban", "tax_id", "booking_reference", "postal_code", "date_of_birth"},
+                "email": {"email"},
+                "web": {"website", "github", "linkedin", "calendar_link", "social_handle"},
+                "address": {"address", "postal_code"}}
+
+
+def shape_fields(value: str) -> set[str] | None:
+    """The fields *value*'s shape lets it fill; None where it has no shape (a name, a company, a
+    reference: the shapes are made to catch invented details, so a value they miss rules out nothing).
+
+    >>> sorted(shape_fields("ana.marin@posteo.de")), shape_fields("Ana Sofía Marín")
+    (['email'], None)
+    >>> "calendar_link" in shape_fields("(312) 555-0147"), "address" in shape_fields("Lindenstraße 42, 10969 Berlin")
+    (False, True)
+    """
+    shapes = {shape for shape, _start, _end in find_details(value)}
+    return set().union(*(SHAPE_FIELDS[s] for s in shapes)) if shapes else None
 
 
 def word_slots(text: str) -> list[int]:

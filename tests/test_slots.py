@@ -248,6 +248,44 @@ def test_only_contact_details_are_a_places(runtime):
     assert not d.a_places_detail(value("name", "Ana Sofía Marín"))
 
 
+@pytest.mark.parametrize("place", ["Hi,\n\nMy home address is", "Book a time with me here:"])
+def test_a_phone_number_never_reads_as_a_field_its_shape_cannot_fill(runtime, monkeypatch, place):
+    """A phone number stored with the contexts a user types ("Phone:", "Call me at") read 0.41 as an
+    address and 0.53 as a calendar link, so with no address or calendar link stored it cleared the cut
+    (0.35) where the user's home address or a booking link comes next: the wrong field.  Its shape
+    (core/slots.py shape_fields) rules those fields out.  The control reads the contexts without the
+    shape and the phone clears the cut again, so only the shape keeps it out."""
+    from chunkwise.core import matching_state
+    from chunkwise.core.encoding import local_mean, local_rows
+
+    def agreement() -> float:
+        engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+        cid = engine.store.add_chunk("(415) 555-0199", "pii", ["Phone:", "Call me at"], label="phone")
+        engine.refresh()
+        runtime.reset()
+        tokens = runtime.tokenize(place, add_special=True)
+        out = runtime.sync(tokens, last=local_rows(len(tokens)), hidden=True, copy=True)
+        score = engine.matcher.type_agreement(out.hidden[-1], local_mean(out.hidden), place)[cid]
+        cut = engine.matcher.type_cutoff
+        engine.store.close()
+        runtime.reset()
+        return score, cut
+
+    score, cut = agreement()
+    assert score < cut / 10
+    monkeypatch.setattr(matching_state, "_within_shape", lambda reading, fields, text: reading)
+    score, cut = agreement()
+    assert score > cut
+
+
+def test_the_matching_state_examples_hold():
+    from chunkwise.core import matching_state
+    import doctest
+
+    result = doctest.testmod(matching_state)
+    assert result.failed == 0 and result.attempted >= 2
+
+
 def test_the_whose_module_examples_hold():
     import doctest
 
