@@ -62,7 +62,6 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
                 row = {"id": c["id"], "kind": c["kind"], "field": c.get("field"), "best": field_of.get(best),
                        "agreement": score, "someone_elses": others,
                        "probe": whose.writer_evidence(rt), "cue": whose.person_cue(text),
-                       "clause": whose.writer_names_the_clause(text),
                        # Decoder.a_places_detail: a place named nearer than the writer, and a contact detail
                        "place": (whose.names_a_place(text) and best is not None
                                  and bool(find_details(profiles[user]["fields"][field_of[best]]["value"]))),
@@ -83,7 +82,7 @@ def replay(rows: list[dict], cut: float, bar: float, cue: bool = True) -> dict:
     for r in rows:
         through = whose.writer_owns(r["cue"] if cue else None, lambda: r["probe"], bar)
         filled = (r["agreement"] >= cut and through and not r["place"]
-                  and (r["clause"] or not someone_elses_here(r["agreement"], r["someone_elses"])))
+                  and not someone_elses_here(r["agreement"], r["someone_elses"]))
         if r["kind"] == "positive":
             counts["right"] += filled and r["best"] == r["field"]
             counts["wrong"] += filled and r["best"] != r["field"]

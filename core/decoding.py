@@ -396,8 +396,7 @@ class Decoder:
           model made up;
         - a whole sentence (a snippet) starts a sentence or a clause, never the middle of one;
         - whose: not where the slot classifier reads someone else's detail about as likely
-          (:attr:`Proposal.reads_as_someone_elses`) unless the clause leading in names the writer
-          ("We are located at": whose.writer_names_the_clause), not a place's contact detail
+          (:attr:`Proposal.reads_as_someone_elses`), not a place's contact detail
           (:meth:`a_places_detail`), then :meth:`writer_owns_slot`; none asked
           where the user typed this value after these very words before (a learned context says
           it is theirs).  Judged someone else's once, the place stays so for the user's values
@@ -409,8 +408,8 @@ class Decoder:
         sentence = is_sentence(proposal.text)
         if proposal.learned:                         # the user's own words before this value: theirs
             return not sentence or at_clause_start(self._text)
-        if proposal.reads_as_someone_elses and not whose.writer_names_the_clause(self._text):
-            self._someone_elses_here = True          # the typed route's reading (a learned proposal has none)
+        if proposal.reads_as_someone_elses:          # the typed route's reading (a learned proposal has none)
+            self._someone_elses_here = True
             return False
         if sentence:
             return at_clause_start(self._text)       # the writer's own sentence: no what-if probe asked

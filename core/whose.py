@@ -122,30 +122,6 @@ def names_a_place(text: str) -> bool:
     return False
 
 
-# Where one clause of a sentence ends and the next begins ("..., which is at", "...; it's at").
-_CLAUSE_BREAK = re.compile(r"[,;:()\u2013\u2014]|\b(?:which|where|whose|who|that|it's|it is)\b", re.IGNORECASE)
-
-
-def writer_names_the_clause(text: str) -> bool:
-    """Whether the clause that leads into what comes next names the writer as the owner: "We are
-    located at", "Our headquarters can be found at", "You can visit us at", "my new number is".
-    A sentence that names the writer earlier and then a place does not ("We're having the party at
-    the community hall, which is at").  Then the words settle whose detail it is, and the slot
-    classifier's someone-else's reading (core/matching.py OWN_OVER_OTHERS), learned partly from
-    organisations' "our" details, does not outvote them: a business's own profile says "Our office
-    is located at" (the CD-LM paper's profile).
-
-    >>> writer_names_the_clause("We are located at"), writer_names_the_clause("Our physical address:")
-    (True, True)
-    >>> writer_names_the_clause("We're having the party at the community hall, which is at")
-    False
-    >>> writer_names_the_clause("Please contact my colleague on"), writer_names_the_clause("The clinic is at")
-    (False, False)
-    """
-    clause = _CLAUSE_BREAK.split(lead_in(text).rstrip(" :;,\u2013\u2014"))[-1]
-    return person_cue(text) == WRITER and any(t in _FIRST_PERSON for t in _tokens(clause))
-
-
 def writer_owns(cue: str | None, evidence: Callable[[], float], bar: float = OWNER_MIN) -> bool:
     """The gate: words that name someone else keep the user's value out; otherwise the model's
     log-odds (*evidence*, asked only then: it costs a peek) must clear *bar*."""
