@@ -172,9 +172,23 @@ def _engine(args, with_store: bool = True):
     return engine
 
 
-def cmd_generate(args) -> int:
+def generation_request(args, prompt: str):
+    """The request ``chunkwise generate`` sends for *prompt* with these arguments (bench/cli_profile.py
+    sends the same).
+
+    >>> generation_request(build_parser().parse_args(["generate", "Call me at", "--max-tokens", "24"]), "Call me at").max_tokens
+    24
+    """
     from .engine import GenerationRequest
 
+    return GenerationRequest(prompt, mode="chat" if args.chat else "complete", max_tokens=args.max_tokens,
+                             temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
+                             stop=args.stop, use_chunks=not args.no_chunks,
+                             sample_acceptance=args.sample_acceptance, system=args.system, draft=args.draft,
+                             anchor_reduction=args.anchor_reduction, knn=args.knn)
+
+
+def cmd_generate(args) -> int:
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     from .engine import check_threshold
 
@@ -189,11 +203,7 @@ def cmd_generate(args) -> int:
     engine.knn_settings = knn
     if args.threshold is not None:
         engine.threshold = args.threshold
-    request = GenerationRequest(prompt, mode="chat" if args.chat else "complete", max_tokens=args.max_tokens,
-                                temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
-                                stop=args.stop, use_chunks=not args.no_chunks,
-                                sample_acceptance=args.sample_acceptance, system=args.system, draft=args.draft,
-                                anchor_reduction=args.anchor_reduction, knn=args.knn)
+    request = generation_request(args, prompt)
     if args.draft and engine.runtime.batch_profile().exact < 2:
         print("chunkwise: note: this llama.cpp build computes batches differently from one token at a time, "
               "so drafting stays off to keep the output exact; reinstall llama-cpp-python with "

@@ -140,3 +140,13 @@ def test_masked_values_do_not_give_away_their_length(tmp_path):
     assert len({r["text"] for r in rows}) == 1 and "1234" not in json.dumps(rows)
     lines = [line for line in run("chunks", "list", db=db).stdout.splitlines() if " pii " in line]
     assert len(lines) == 2 and lines[0].split()[3] == lines[1].split()[3]
+
+
+def test_the_cli_examples_hold():
+    """generation_request is what `chunkwise generate` sends and what bench/cli_profile.py replays."""
+    import doctest
+
+    from chunkwise.core import cli
+
+    result = doctest.testmod(cli)
+    assert result.failed == 0 and result.attempted >= 1

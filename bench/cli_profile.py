@@ -1,0 +1,79 @@
+"""Personal details through ``chunkwise generate``, as issue 10 measured them: the paper's profile, 24 tokens.
+
+Issue 10's held-out check stored the CD-LM paper's kind of profile (name, phone, email, address,
+website, GitHub, four contexts each) and continued each phrasing for 24 tokens through
+``chunkwise generate``: no editor framing, no stop at a blank line, no natural end.  This replays
+that path with the CLI's own request (``core/cli.py`` ``generation_request``, the arguments
+``generate TEXT --max-tokens 24``) on the paper's profile (``tests/data/pii_profile_paper.json``,
+the first four contexts of each field, as ``tests/test_slots.py`` stores it) and an empty learned
+store, and judges each case as ``bench/personal.py`` does.
+
+Cases (``bench/data/paper/cases.json``): written by a helper who saw no project data, for a user
+who writes both as himself and for his small business ("our", "we"); frozen before the first run
+and never tuned on.
+
+    python bench/cli_profile.py          # -v prints each case and its continuation
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import machine  # noqa: E402
+from bench.personal import judge, report, summarise  # noqa: E402
+from chunkwise.core import ChunkStore, Engine  # noqa: E402
+from chunkwise.core.cli import build_parser, generation_request  # noqa: E402
+from chunkwise.core.details import find_details  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = ROOT / "bench" / "data" / "paper" / "cases.json"
+PROFILE = ROOT / "tests" / "data" / "pii_profile_paper.json"
+FIELDS = ("name", "phone", "email", "address", "website", "github")
+
+
+def evaluate(verbose: bool = False) -> list[dict]:
+    profile = json.loads(PROFILE.read_text(encoding="utf-8"))
+    cases = json.loads(CASES.read_text(encoding="utf-8"))["cases"]
+    engine = Engine(store=ChunkStore(":memory:"), n_threads=2)
+    field_of = {engine.store.add_chunk(profile[f]["value"], "pii", profile[f]["contexts"][:4], label=f): f
+                for f in FIELDS}
+    engine.refresh()
+    verdicts = []
+    try:
+        for case in cases:
+            args = build_parser().parse_args(["generate", case["text"], "--max-tokens", "24"])
+            out = engine.generate(generation_request(args, case["text"]), record_use=False)
+            model_text = "".join(out.text[i] for i in range(len(out.text))
+                                 if not any(s.start <= i < s.end for s in out.spans))
+            result = {"text": out.text, "spans": [s.as_dict() for s in out.spans],
+                      "invented": [shape for shape, _s, _e in find_details(model_text)]}
+            v = judge(case, result, field_of)
+            v.update(id=case["id"], out=out.text)
+            verdicts.append(v)
+            if verbose:
+                flag = ("OK " if v.get("right") else "MISS") if v["kind"] == "positive" else (
+                    "FALSE" if v["false"] else "ok")
+                print(f"{flag:5} {case['id']} {case.get('field')} -> {v['inserted']} "
+                      f"{'INVENTED ' if v['invented'] else ''}| {case['text'][-60:]!r} => {out.text!r}", flush=True)
+    finally:
+        engine.store.close()
+        engine.runtime.close()
+    return verdicts
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    verdicts = evaluate(args.verbose)
+    print(f"Machine: {machine()}")
+    print("The paper's profile (four contexts a field), `chunkwise generate TEXT --max-tokens 24` for each case\n")
+    print(report("paper profile, CLI", summarise(verdicts)))
+
+
+if __name__ == "__main__":
+    main()
