@@ -24,10 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import machine  # noqa: E402
-from bench.personal import judge, report, summarise  # noqa: E402
+from bench.personal import judge, report, suggest, summarise  # noqa: E402
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
 from chunkwise.core.cli import build_parser, generation_request  # noqa: E402
-from chunkwise.core.details import find_details  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "bench" / "data" / "paper" / "cases.json"
@@ -46,19 +45,15 @@ def evaluate(verbose: bool = False) -> list[dict]:
     try:
         for case in cases:
             args = build_parser().parse_args(["generate", case["text"], "--max-tokens", "24"])
-            out = engine.generate(generation_request(args, case["text"]), record_use=False)
-            model_text = "".join(out.text[i] for i in range(len(out.text))
-                                 if not any(s.start <= i < s.end for s in out.spans))
-            result = {"text": out.text, "spans": [s.as_dict() for s in out.spans],
-                      "invented": [shape for shape, _s, _e in find_details(model_text)]}
+            result = suggest(engine, generation_request(args, case["text"]))
             v = judge(case, result, field_of)
-            v.update(id=case["id"], out=out.text)
+            v.update(id=case["id"], out=result["text"])
             verdicts.append(v)
             if verbose:
                 flag = ("OK " if v.get("right") else "MISS") if v["kind"] == "positive" else (
                     "FALSE" if v["false"] else "ok")
                 print(f"{flag:5} {case['id']} {case.get('field')} -> {v['inserted']} "
-                      f"{'INVENTED ' if v['invented'] else ''}| {case['text'][-60:]!r} => {out.text!r}", flush=True)
+                      f"{'INVENTED ' if v['invented'] else ''}| {case['text'][-60:]!r} => {result['text']!r}", flush=True)
     finally:
         engine.store.close()
         engine.runtime.close()

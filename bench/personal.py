@@ -103,7 +103,11 @@ def learn(engine: Engine, persona: str, teacher: str = "corpus") -> int:
 
 
 def run_case(engine: Engine, case: dict, settings: Settings) -> dict:
-    request = settings.suggestion_request(body_prompt(case["text"]))     # the editor's own request
+    return suggest(engine, settings.suggestion_request(body_prompt(case["text"])))     # the editor's own request
+
+
+def suggest(engine: Engine, request) -> dict:
+    """One suggestion: its text, the chunks in it, its time, and the details the model wrote itself."""
     t0 = time.perf_counter()
     out = engine.generate(request, record_use=False)
     model_text = "".join(out.text[i] for i in range(len(out.text))

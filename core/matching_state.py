@@ -33,6 +33,7 @@ from .text import is_sentence, words
 
 CALIBRATION_QUERIES = 1000   # background rows whose best match sets the background level
 CALIBRATION_K = 8            # nearest contexts each of them looks at
+SHAPE_SHARE = 0.25           # of a value's field reading that must fall on fields its shape allows (_within_shape)
 TYPED = 0.5                  # a chunk whose contexts the slot classifier reads as one field type this surely is "typed"
 
 
@@ -226,7 +227,8 @@ class MatchingState:
             for chunk_id, mine in rows_of.items():
                 t = probs[mine].mean(axis=0)
                 if t.sum() >= TYPED:
-                    t = _within_shape(t, fields, self._chunks[chunk_id]["text"])
+                    info = self._chunks[chunk_id]
+                    t = _within_shape(t, fields, info["text"], info["kind"])
                     # Scaled so its own type counts 1: agreement is then the classifier's belief in that
                     # type here, however spread the chunk's own contexts read (an address whose contexts
                     # also read as a postcode lost to a cleanly typed email where an address went;
@@ -234,6 +236,14 @@ class MatchingState:
                     # price: a chunk read half as one type and half as another counts fully for both.
                     self._type_of[chunk_id] = (t / t.max(), expert[mine[0]].label)
         self._index_types()
+
+    def typed_field(self, chunk_id: int) -> str | None:
+        """The field a typed chunk reads as most (its stored contexts' reading, within its value's
+        shape), or None for a chunk that is not typed (a mined phrase, an untyped snippet)."""
+        found = self._type_of.get(chunk_id)
+        if found is None or self.slots is None:
+            return None
+        return self.slots.fields[int(np.argmax(found[0]))]
 
     def _index_types(self) -> None:
         """The typed chunks as arrays, in chunk id order, from ``_type_of``."""
@@ -327,19 +337,24 @@ def _kind_flags(kind: str | None) -> tuple[bool, bool]:
     return kind in _matching().REPEATABLE_KINDS, kind == "self"
 
 
-def _within_shape(reading: np.ndarray, fields: Sequence[str], text: str) -> np.ndarray:
-    """A value's field reading (fields,) with the fields its shape cannot fill set to zero
-    (core/slots.py shape_fields); a sentence (a snippet that mentions a number) and a value with
-    no shape, or none of whose read fields its shape allows, keep the reading as it was.
+def _within_shape(reading: np.ndarray, fields: Sequence[str], text: str, kind: str = "pii") -> np.ndarray:
+    """A personal value's field reading (fields,) with the fields its shape cannot fill set to zero
+    (core/slots.py shape_fields).  A snippet, a value with nothing its shape says, and a value whose
+    reading hardly falls on the fields its shape allows (under a quarter of it: the contexts say
+    something else) keep the reading as it was.
 
     >>> r = np.array([0.6, 0.4], np.float32)                       # fields: phone, calendar_link
     >>> _within_shape(r, ["phone", "calendar_link"], "(312) 555-0147").tolist()
     [0.6000000238418579, 0.0]
     >>> _within_shape(r, ["phone", "calendar_link"], "Ana Marín").tolist()
     [0.6000000238418579, 0.4000000059604645]
+    >>> _within_shape(r, ["phone", "calendar_link"], "(312) 555-0147", kind="snippet").tolist()
+    [0.6000000238418579, 0.4000000059604645]
+    >>> _within_shape(np.array([0.1, 0.9], np.float32), ["phone", "calendar_link"], "(312) 555-0147").tolist()
+    [0.10000000149011612, 0.8999999761581421]
     """
-    allowed = None if is_sentence(text) else shape_fields(text)
+    allowed = shape_fields(text) if kind == "pii" and not is_sentence(text) else None
     if allowed is None:
         return reading
     kept = reading * np.asarray([f in allowed for f in fields], dtype=reading.dtype)
-    return kept if kept.max() > 0 else reading
+    return kept if kept.sum() >= SHAPE_SHARE * reading.sum() else reading

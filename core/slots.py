@@ -174,19 +174,32 @@ SHAPE_FIELDS = {"phone": {"phone", "iban", "tax_id", "booking_reference", "posta
                 "email": {"email"},
                 "web": {"website", "github", "linkedin", "calendar_link", "social_handle"},
                 "address": {"address", "postal_code"}}
+SHAPE_COVERS = 0.6       # the share of a value its phone, email or web shape must cover to say what it is
 
 
 def shape_fields(value: str) -> set[str] | None:
-    """The fields *value*'s shape lets it fill; None where it has no shape (a name, a company, a
-    reference: the shapes are made to catch invented details, so a value they miss rules out nothing).
+    r"""The fields *value*'s shape lets it fill; None where its shape says nothing: no shape (a name,
+    a company, a reference -- the shapes are made to catch invented details, so a value they miss
+    rules out nothing), more than one line (a signature block), or a phone number, email or web
+    address that is only part of the value ("Call me Mon-Fri 9-5 on +49 ...").  A street address
+    always leaves words unshaped ("..., Bristol BS3 4QT, United Kingdom"), so it counts whole.
 
     >>> sorted(shape_fields("ana.marin@posteo.de")), shape_fields("Ana Sofía Marín")
     (['email'], None)
     >>> "calendar_link" in shape_fields("(312) 555-0147"), "address" in shape_fields("Lindenstraße 42, 10969 Berlin")
     (False, True)
+    >>> shape_fields("Best regards,\nAna\nwww.anamarin.de"), shape_fields("Call me Mon-Fri 9-5 on +49 151 2384 7712")
+    (None, None)
     """
-    shapes = {shape for shape, _start, _end in find_details(value)}
-    return set().union(*(SHAPE_FIELDS[s] for s in shapes)) if shapes else None
+    value = value.strip()
+    found = find_details(value)
+    if not found or "\n" in value:
+        return None
+    shapes = {shape for shape, _start, _end in found}
+    covered = len(set().union(*(range(start, end) for _shape, start, end in found)))
+    if shapes != {"address"} and covered < SHAPE_COVERS * len(value):
+        return None
+    return set().union(*(SHAPE_FIELDS[s] for s in shapes))
 
 
 def word_slots(text: str) -> list[int]:

@@ -105,8 +105,9 @@ def person_cue(text: str) -> str | None:
 
 def names_a_place(text: str) -> bool:
     """Whether the sentence being written names a place or an organisation nearer the cursor than
-    any person, and not as the writer's own ("my bank", "our clinic"): then a phone number, email,
-    web or street address that comes next is the place's.
+    any word for the writer ("I'm", "me", "our"), and not as the writer's own ("my bank", "our
+    clinic"): then a phone number, email, web or street address that comes next is the place's.
+    (Other people are :func:`person_cue`'s.)
 
     >>> names_a_place("Hotel address:"), names_a_place("I'm staying at the Grand Hotel this week, the address is")
     (True, True)

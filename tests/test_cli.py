@@ -142,11 +142,26 @@ def test_masked_values_do_not_give_away_their_length(tmp_path):
     assert len(lines) == 2 and lines[0].split()[3] == lines[1].split()[3]
 
 
-def test_the_cli_examples_hold():
-    """generation_request is what `chunkwise generate` sends and what bench/cli_profile.py replays."""
-    import doctest
-
+def test_generate_sends_the_request_the_bench_replays(monkeypatch):
+    """bench/cli_profile.py measures issue 10's path by replaying generation_request; the command must
+    send exactly that request (bug caught: cmd_generate building its own request again, so the two
+    drift apart)."""
     from chunkwise.core import cli
 
-    result = doctest.testmod(cli)
-    assert result.failed == 0 and result.attempted >= 1
+    class Sent(Exception):
+        pass
+
+    class Engine:
+        knn_settings, threshold = None, 0.3
+
+        def stream(self, request):
+            seen.append(request)
+            raise Sent
+
+    seen = []
+    monkeypatch.setattr(cli, "_engine", lambda args, with_store=True: Engine())
+    args = cli.build_parser().parse_args(["generate", "Call me at", "--max-tokens", "24", "--stop", "\n\n"])
+    with pytest.raises(Sent):
+        cli.cmd_generate(args)
+    assert seen == [cli.generation_request(args, "Call me at")]
+    assert seen[0].max_tokens == 24 and seen[0].stop == ["\n\n"] and seen[0].use_chunks

@@ -232,20 +232,41 @@ def test_a_place_named_nearer_than_the_writer_keeps_the_users_address_out(profil
     assert values(hotel) == [ids["address"]]
 
 
-def test_only_contact_details_are_a_places(runtime):
-    """Decoder.a_places_detail: after "Hotel confirmation:" the user's booking reference is theirs (a
-    place names it, but a booking reference is no contact detail of the place); after "Hotel front
-    desk:" their phone number is not.  Bug caught: the place cue blocking every value, or none."""
+def test_only_a_places_contact_details_are_kept_out(runtime, monkeypatch):
+    """Decoder.a_places_detail and fits_here with a library of typed chunks.  Bugs caught: the cue
+    judging by the value's shape, so that "Bank details:" (a context the user stored for their IBAN,
+    which looks like a phone number) kept the user's own IBAN out; a booking reference after "Hotel
+    confirmation:" kept out; and a refused contact detail making the whole place someone else's, so
+    that the booking reference proposed next at the same cursor was refused too."""
     from chunkwise.core.decoding import DecodeSettings, Decoder
     from chunkwise.core.matching import Proposal
 
-    value = lambda label, text: Proposal(1, "pii", label, text, (), 0.9, 0.9, 1.0, someone_elses=0.0)
-    d = Decoder(runtime, None, DecodeSettings())
-    d._text = "Hotel confirmation:"
-    assert not d.a_places_detail(value("booking reference", "HX-4471Q"))
-    d._text = "Hotel front desk:"
-    assert d.a_places_detail(value("phone", "+49 151 2384 7712"))
-    assert not d.a_places_detail(value("name", "Ana Sofía Marín"))
+    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+    ids = {"iban": engine.store.add_chunk("DE85 1007 0000 0532 0130 57", "pii", ["My IBAN is", "Bank details:"],
+                                          label="IBAN"),
+           "phone": engine.store.add_chunk("+49 151 2384 7712", "pii", ["My phone number is", "Call me on"],
+                                           label="phone"),
+           "ref": engine.store.add_chunk("48213977", "pii", ["My booking reference is", "Booking ref:"],
+                                         label="booking reference")}
+    engine.refresh()
+    assert engine.matcher.typed_field(ids["iban"]) == "iban"
+    assert engine.matcher.typed_field(ids["ref"]) == "booking_reference"
+    value = lambda key: Proposal(ids[key], "pii", key, engine.matcher.chunk_info(ids[key])["text"], (),
+                                 0.9, 0.9, 1.0, someone_elses=0.0)
+
+    def decoder(text: str) -> Decoder:
+        d = Decoder(runtime, engine.matcher, DecodeSettings())
+        d._text, d._prompt_chars = text, len(text)
+        monkeypatch.setattr(d, "writer_owns_slot", lambda: True)
+        return d
+
+    assert decoder("Bank details:").fits_here(value("iban"))
+    d = decoder("Hotel confirmation:")
+    assert not d.fits_here(value("phone"))               # the hotel's phone, not the user's
+    assert d.fits_here(value("ref"))                     # ... but the user's booking reference, at the same place
+    assert decoder("Hotel front desk:").a_places_detail(value("phone"))
+    engine.store.close()
+    runtime.reset()
 
 
 @pytest.mark.parametrize("place", ["Hi,\n\nMy home address is", "Book a time with me here:"])
@@ -258,7 +279,7 @@ def test_a_phone_number_never_reads_as_a_field_its_shape_cannot_fill(runtime, mo
     from chunkwise.core import matching_state
     from chunkwise.core.encoding import local_mean, local_rows
 
-    def agreement() -> float:
+    def agreement() -> tuple[float, float]:
         engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
         cid = engine.store.add_chunk("(415) 555-0199", "pii", ["Phone:", "Call me at"], label="phone")
         engine.refresh()
@@ -273,7 +294,7 @@ def test_a_phone_number_never_reads_as_a_field_its_shape_cannot_fill(runtime, mo
 
     score, cut = agreement()
     assert score < cut / 10
-    monkeypatch.setattr(matching_state, "_within_shape", lambda reading, fields, text: reading)
+    monkeypatch.setattr(matching_state, "_within_shape", lambda reading, fields, text, kind="pii": reading)
     score, cut = agreement()
     assert score > cut
 
