@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import machine  # noqa: E402
-from bench.personal import judge, report, suggest, summarise  # noqa: E402
+from bench.personal import case_line, judge, report, suggest, summarise  # noqa: E402
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
 from chunkwise.core.cli import build_parser, generation_request  # noqa: E402
 
@@ -50,10 +50,7 @@ def evaluate(verbose: bool = False) -> list[dict]:
             v.update(id=case["id"], out=result["text"])
             verdicts.append(v)
             if verbose:
-                flag = ("OK " if v.get("right") else "MISS") if v["kind"] == "positive" else (
-                    "FALSE" if v["false"] else "ok")
-                print(f"{flag:5} {case['id']} {case.get('field')} -> {v['inserted']} "
-                      f"{'INVENTED ' if v['invented'] else ''}| {case['text'][-60:]!r} => {result['text']!r}", flush=True)
+                print(case_line(case, v, result["text"]), flush=True)
     finally:
         engine.store.close()
         engine.runtime.close()

@@ -130,6 +130,13 @@ def judge(case: dict, result: dict, field_of: dict[int, str]) -> dict:
     return verdict
 
 
+def case_line(case: dict, v: dict, text: str) -> str:
+    """One judged case as -v prints it: OK / MISS for a positive, FALSE / ok for the rest."""
+    flag = ("OK " if v.get("right") else "MISS") if v["kind"] == "positive" else ("FALSE" if v["false"] else "ok")
+    return (f"{flag:5} {case['id']} {case.get('field')} -> {v['inserted']} "
+            f"{'INVENTED ' if v['invented'] else ''}| {case['text'][-60:]!r} => {text!r}")
+
+
 def summarise(verdicts: list[dict]) -> dict:
     pos = [v for v in verdicts if v["kind"] == "positive"]
     tp = [v for v in verdicts if v["kind"] == "third_party"]
@@ -173,11 +180,7 @@ def evaluate(split: str, threshold: float | None = None, limit: int | None = Non
                 verdicts.append(v)
                 latencies.append(result["seconds"])
                 if verbose:
-                    flag = ("OK " if v.get("right") else "MISS") if v["kind"] == "positive" else (
-                        "FALSE" if v["false"] else "ok")
-                    print(f"{flag:5} {case['id']} {case.get('field')} -> {v['inserted']} "
-                          f"{'INVENTED ' if v['invented'] else ''}| {case['text'][-60:]!r} => {result['text']!r}",
-                          flush=True)
+                    print(case_line(case, v, result["text"]), flush=True)
             engine.store.close()
         if runtime is not None:
             runtime.close()

@@ -29,7 +29,6 @@ from bench.personal import DATA, body_prompt, build_store, load_cases  # noqa: E
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
 from chunkwise.core import whose  # noqa: E402
 from chunkwise.core.matching import someone_elses_here  # noqa: E402
-from chunkwise.core.details import find_details  # noqa: E402
 from chunkwise.core.encoding import local_mean, local_rows  # noqa: E402
 from chunkwise.core.slots import features  # noqa: E402
 
@@ -63,8 +62,8 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
                        "agreement": score, "someone_elses": others,
                        "probe": whose.writer_evidence(rt), "cue": whose.person_cue(text),
                        # Decoder.a_places_detail: a place named nearer than the writer, and a contact detail
-                       "place": (whose.names_a_place(text) and best is not None
-                                 and bool(find_details(profiles[user]["fields"][field_of[best]]["value"]))),
+                       "place": best is not None and whose.a_places_detail(
+                           text, m.typed_field(best), profiles[user]["fields"][field_of[best]]["value"]),
                        "top": [(m.slots.classes[i], round(float(probs[i]), 2)) for i in np.argsort(-probs)[:3]]}
                 rows.append(row)
                 if verbose:

@@ -42,11 +42,6 @@ LEAD_IN_WORDS = 0         # words the model may write before one of the user's v
                           # third party 2 -> 1, neutral 1 -> 0; keystrokes 32.6% -> 32.8%)
 
 
-# The details a place or an organisation has that the user has too: where the words name the hotel,
-# its phone, email, address or website is the hotel's (Decoder.a_places_detail).
-PLACE_CONTACTS = frozenset({"phone", "email", "address", "website"})
-
-
 @dataclass(frozen=True)
 class Piece:
     """A piece of generated text and where it came from.
@@ -427,15 +422,10 @@ class Decoder:
 
     def a_places_detail(self, proposal: Proposal) -> bool:
         """A phone number, email, web or street address where the words name a place or an
-        organisation as its owner ("Hotel address:", "the school website at"; core/whose.py
-        names_a_place).  Only a place's contact details, by the chunk's field (by its shape for a
-        chunk with no field, a phrase mined from the user's mail): "Bank details:" still takes the
-        user's IBAN, "Hotel confirmation:" their booking reference, and "the table at the
-        restaurant is under the name" their name."""
-        if not whose.names_a_place(self._text):
-            return False
+        organisation as its owner ("Hotel address:", "the school website at"): whose.a_places_detail,
+        with the chunk's typed field (none for a phrase mined from the user's mail)."""
         field = self.matcher.typed_field(proposal.chunk_id) if self.matcher is not None else None
-        return field in PLACE_CONTACTS if field is not None else bool(find_details(proposal.text))
+        return whose.a_places_detail(self._text, field, proposal.text)
 
     def own_chunks_fit(self) -> bool:
         """Whether the text written so far still leads into one of the user's own chunks: no more

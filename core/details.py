@@ -35,7 +35,9 @@ _NOT_PLACE = (r"(?:AM|PM|January|February|March|April|May|June|July|August|Septe
 _STREET_TYPES = (r"Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|Way|Court|Ct|Place|Pl|"
                  r"Square|Sq|Terrace|Close|Crescent|Parkway|Highway|Hwy|Row|Gardens|Rue|Straße|Strasse|str|"
                  r"Weg|Platz|Allee|Gasse|Via|Calle|Avenida")
-_ADDRESS = re.compile(rf"\b\d{{1,6}}[A-Za-z]?\s+(?:[A-Z][\w'\-]*\.?\s+){{0,3}}(?:{_STREET_TYPES})\b\.?"
+# A house number: up to six digits ("123456 St. Martin's" was shown whole at five) and a letter ("4B").
+_HOUSE = r"\b\d{1,6}[A-Za-z]?"
+_ADDRESS = re.compile(rf"{_HOUSE}\s+(?:[A-Z][\w'\-]*\.?\s+){{0,3}}(?:{_STREET_TYPES})\b\.?"
                       rf"|\b[A-Z][\w\-]*(?:straße|strasse|weg|platz|allee|gasse)\s+\d{{1,5}}[A-Za-z]?\b"
                       # the parts of an address that need no street word: "Suite 100", "Apt 4B", "PO Box 12"
                       # (not "Unit" or "Flat": "Unit 12 ships", "Flat 20% off"),
@@ -92,7 +94,7 @@ def held_from(text: str) -> int:
     m = re.search(r"\+?\(?\d[\d \t().\-/]*$", text)
     if m:
         start = min(start, m.start())
-    m = re.search(r"\b\d{1,6}[A-Za-z]?[ \t]+(?:[A-Z][\w'\-]*\.?,?[ \t]*){0,3}$", text)
+    m = re.search(_HOUSE + r"[ \t]+(?:[A-Z][\w'\-]*\.?,?[ \t]*){0,3}$", text)
     if m:
         start = min(start, m.start())
     return start

@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from .details import find_details
 from .llama_runtime import LlamaRuntime
 from .text import lead_in
 
@@ -121,6 +122,27 @@ def names_a_place(text: str) -> bool:
         if tokens[i] in _FIRST_PERSON:
             return False
     return False
+
+
+# The details a place or an organisation has that the user has too: where the words name the hotel,
+# its phone, email, address or website is the hotel's.
+PLACE_CONTACTS = frozenset({"phone", "email", "address", "website"})
+
+
+def a_places_detail(text: str, field: str | None, value: str) -> bool:
+    """Whether the user's *value* (of *field*, the chunk's typed field, or None for a chunk with no
+    field: then its shape decides) would go where the words name a place as the owner of a contact
+    detail (:func:`names_a_place`).  "Bank details:" still takes the user's IBAN, "Hotel
+    confirmation:" their booking reference.
+
+    >>> a_places_detail("Hotel front desk:", "phone", "+49 30 1234"), a_places_detail("Bank details:", "iban", "DE85 1007")
+    (True, False)
+    >>> a_places_detail("Hotel address:", None, "12 Baker Street"), a_places_detail("My address:", "address", "12 Baker Street")
+    (True, False)
+    """
+    if not names_a_place(text):
+        return False
+    return field in PLACE_CONTACTS if field is not None else bool(find_details(value))
 
 
 def writer_owns(cue: str | None, evidence: Callable[[], float], bar: float = OWNER_MIN) -> bool:
