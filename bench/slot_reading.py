@@ -61,6 +61,7 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
                 row = {"id": c["id"], "kind": c["kind"], "field": c.get("field"), "best": field_of.get(best),
                        "agreement": score, "someone_elses": others,
                        "probe": whose.writer_evidence(rt), "cue": whose.person_cue(text),
+                       "label": whose.form_label(text),
                        # Decoder.a_places_detail: a place named nearer than the writer, and a contact detail
                        "place": best is not None and whose.a_places_detail(
                            text, m.typed_field(best), profiles[user]["fields"][field_of[best]]["value"]),
@@ -79,7 +80,7 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
 def replay(rows: list[dict], cut: float, bar: float, cue: bool = True) -> dict:
     counts = {"right": 0, "wrong": 0, "third_party": 0, "neutral": 0}
     for r in rows:
-        through = whose.writer_owns(r["cue"] if cue else None, lambda: r["probe"], bar)
+        through = whose.writer_owns(r["cue"] if cue else None, lambda: r["probe"], bar, label=r["label"])
         filled = (r["agreement"] >= cut and through and not r["place"]
                   and not someone_elses_here(r["agreement"], r["someone_elses"]))
         if r["kind"] == "positive":

@@ -441,7 +441,8 @@ class Decoder:
         three tokens (the cache is left as it was), only at steps where one of
         the user's own chunks was about to be proposed.
         """
-        return whose.writer_owns(whose.person_cue(self._text), lambda: whose.writer_evidence(self.rt))
+        return whose.writer_owns(whose.person_cue(self._text), lambda: whose.writer_evidence(self.rt),
+                                 label=whose.form_label(self._text))
 
     def accept(self, proposal: Proposal) -> bool:
         if self.s.sample_acceptance:

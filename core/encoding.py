@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .errors import ModelError
-from .llama_runtime import LlamaRuntime
+from .llama_runtime import ASIDE_SEQS, LlamaRuntime
 from .paths import shipped_for_model
 from .store import Encoding, PendingEncoding
 
@@ -190,13 +190,15 @@ class ModelStats:
 
 
 class ContextStates:
-    """The model's states after contexts read ahead of their save: context tokens -> (vector, local).
+    """The model's states after contexts it read lately: context tokens -> (vector, local).
 
     The library's entry dialog asks for them while the user types the contexts
     (``Engine.prepare_contexts``), and the editor for the phrase before a library
     value the user has begun to type (``Engine.prepare_typed``), so saving the
     entry or learning the phrase finds them read and the next suggestion sees it
-    without waiting for the model (bench/library_update.py).
+    without waiting for the model (bench/library_update.py).  What a save reads is
+    kept too: an edit that changes an entry's value or one of its contexts reads
+    only the contexts that are new (a context's states do not depend on its chunk).
     A few dozen at most, in memory only: they are the user's text, as personal as the store.
 
     >>> cache = ContextStates(capacity=1)
@@ -270,9 +272,11 @@ class Encoder:
                 return list(chunk_tokens)
         return list(fallback)
 
-    def encode(self, pending: PendingEncoding) -> Encoding:
+    def encode(self, pending: PendingEncoding, read: dict | None = None) -> Encoding:
+        """The encoding of one (context, chunk) pair; *read*: states already read, by context tokens."""
         ctx_tokens, chunk_tokens = self.split(pending.context, pending.chunk)
-        vector, local = self.states(ctx_tokens)
+        found = read.get(tuple(ctx_tokens)) if read else None
+        vector, local = found if found is not None else self.states(ctx_tokens)
         return Encoding(
             context_id=pending.context_id,
             entry_token=ctx_tokens[-1],
@@ -282,9 +286,9 @@ class Encoder:
             source_hash=pending.source_hash,
         )
 
-    def states(self, ctx_tokens: Sequence[int], keep: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """The final state and local mean after *ctx_tokens* (with BOS), read ahead or read now: (d,), (d,).
-        *keep*: kept among the read-ahead states (only what is read ahead of a save is)."""
+    def states(self, ctx_tokens: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The final state and local mean after *ctx_tokens* (with BOS), read lately or read now and
+        kept (:class:`ContextStates`): (d,), (d,)."""
         key = tuple(ctx_tokens)
         found = self.read_ahead.get(key) if self.read_ahead is not None else None
         if found is not None:
@@ -298,7 +302,7 @@ class Encoder:
         rt = side if len(ctx_tokens) <= side.n_ctx else self.rt
         out = rt.sync(ctx_tokens, last=local_rows(len(ctx_tokens), first=1))          # BOS out, unless alone
         vector, local = np.array(out.hidden[-1], copy=True), local_mean(out.hidden)
-        if keep and self.read_ahead is not None:
+        if self.read_ahead is not None:
             self.read_ahead.put(key, vector, local)
         return vector, local
 
@@ -313,18 +317,51 @@ class Encoder:
                 continue
             tokens = tuple(self.context_tokens(context))
             if self.read_ahead is None or self.read_ahead.get(tokens) is None:
-                self.states(tokens, keep=True)
+                self.states(tokens)
                 read += 1
+        return read
+
+    def read_together(self, contexts: Sequence[Sequence[int]]) -> dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]]:
+        """Read the contexts not read lately side by side, a few per decode on the side context
+        (``LlamaRuntime.read_apart``: each as if read alone), and keep them; returns their states by
+        tokens.  A context left alone in its group, or too long for the side context, is left to
+        :meth:`states`, which may reuse the side cache's prefix."""
+        todo = [t for t in dict.fromkeys(tuple(c) for c in contexts)
+                if self.read_ahead is None or t not in self.read_ahead]
+        if len(todo) < 2:
+            return {}
+        try:
+            side = self.rt.aside()
+        except ModelError:
+            return {}
+        room = min(side.n_batch, side.n_ctx)
+        read: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        group: list[tuple[int, ...]] = []
+        for tokens in [t for t in todo if len(t) <= room] + [None]:
+            if tokens is None or len(group) == side.n_seq or sum(map(len, group)) + len(tokens) > room:
+                if len(group) > 1:
+                    outs = side.read_apart(group, [local_rows(len(t), first=1) for t in group])   # BOS out
+                    for t, out in zip(group, outs):
+                        read[t] = (out.hidden[-1], local_mean(out.hidden))                      # (d,), (d,)
+                        if self.read_ahead is not None:
+                            self.read_ahead.put(t, *read[t])
+                group = []
+            if tokens is not None:
+                group.append(tokens)
         return read
 
     def encode_many(self, pending: Sequence[PendingEncoding],
                     progress: Callable[[int, int], None] | None = None,
                     cancelled: Callable[[], bool] | None = None) -> list[Encoding]:
-        out = []
-        for i, p in enumerate(pending):
+        """Encodings of *pending*, their contexts read ASIDE_SEQS at a time (:meth:`read_together`)."""
+        out: list[Encoding] = []
+        for start in range(0, len(pending), ASIDE_SEQS):
             if cancelled and cancelled():
                 break
-            out.append(self.encode(p))
-            if progress:
-                progress(i + 1, len(pending))
+            part = pending[start:start + ASIDE_SEQS]
+            read = self.read_together([self.split(p.context, p.chunk)[0] for p in part])
+            for p in part:
+                out.append(self.encode(p, read))
+                if progress:
+                    progress(len(out), len(pending))
         return out

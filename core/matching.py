@@ -38,7 +38,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from .encoding import BACKGROUND_FILE, ModelStats
-from .slots import THIRD_PARTY, SlotClassifier
+from .slots import THIRD_PARTY, SlotClassifier, label_fields
 from .matching_state import MatchingState
 from .text import at_line_start, current_sentence, is_sentence, lead_in, words
 
@@ -464,6 +464,7 @@ class ChunkMatcher(MatchingState):
         if not agreement:
             return None
         skip, recent = set(exclude), text[-2000:]
+        named = label_fields(text)          # a form label's own field ("Invoice address:"), whatever is read
         for chunk_id, score in sorted(agreement.items(), key=lambda kv: kv[1], reverse=True):
             if score < self.type_cutoff * SENTENCE_CUT:
                 return None
@@ -475,6 +476,8 @@ class ChunkMatcher(MatchingState):
             lowered = is_sentence(info["text"]) and not at_line_start(text)
             cut = self.type_cutoff * (SENTENCE_CUT if lowered else 1.0)
             if score < cut or chunk_id in skip or info["text"] in recent or self.avoided(chunk_id, text):
+                continue
+            if named is not None and self.typed_field(chunk_id) not in named:
                 continue
             return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
                             tokens=self._tokens[self._typed_label[chunk_id]], match=round(score, 4),

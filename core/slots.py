@@ -37,7 +37,7 @@ from .details import find_details
 from .encoding import BACKGROUND_FILE, LOCAL_WINDOW, ModelStats, local_mean
 from .llama_runtime import LlamaRuntime
 from .paths import shipped_for_model
-from .text import current_sentence, words
+from .text import current_sentence, label_line, words
 
 TRAINING_FILE = BACKGROUND_FILE.parent / "slot_training.json"
 # Seven batches written independently (by different authors, none seeing the evaluation data or the
@@ -200,6 +200,36 @@ def shape_fields(value: str) -> set[str] | None:
     if shapes != {"address"} and covered < SHAPE_COVERS * len(value):
         return None
     return set().union(*(SHAPE_FIELDS[s] for s in shapes))
+
+
+# The field a form label names by its last word, whatever the classifier reads: "Invoice address:"
+# read as an email 0.71, as an address 0.23 (bench/entities.py dev), though in the classifier's own
+# training fragments 38 of the 41 labels ending in "address" are postal ones and the other three
+# "Email address:".  Only last words those fragments use for one field alone (a "number" or a "code"
+# is many things) -- or one field and someone else's.
+LABEL_FIELDS = {"address": {"address", "postal_code"}, "email": {"email"}, "e-mail": {"email"},
+                "phone": {"phone"}, "mobile": {"phone"}, "iban": {"iban"}, "postcode": {"postal_code", "address"},
+                "zip": {"postal_code", "address"}, "github": {"github"}, "linkedin": {"linkedin"},
+                "website": {"website"}, "web": {"website"}}
+_LABEL_QUALIFIERS = {"email": "email", "e-mail": "email", "web": "website"}   # "Email address:", "Web address:"
+
+
+def label_fields(text: str) -> set[str] | None:
+    """The fields the form label the text ends in names by its last word (LABEL_FIELDS); None where
+    the text ends in no label, or in one whose last word names no single field.
+
+    >>> sorted(label_fields("Invoice address:")), label_fields("Email address:"), label_fields("Booking number:")
+    (['address', 'postal_code'], {'email'}, None)
+    """
+    label = label_line(text)
+    words_ = [w.lower() for w in (label or "").replace(":", " ").split()]
+    if not words_ or words_[-1] not in LABEL_FIELDS:
+        return None
+    if words_[-1] == "address":
+        for w in words_[:-1]:
+            if w in _LABEL_QUALIFIERS:
+                return LABEL_FIELDS[_LABEL_QUALIFIERS[w]]
+    return LABEL_FIELDS[words_[-1]]
 
 
 def word_slots(text: str) -> list[int]:

@@ -126,6 +126,20 @@ def opens_paragraph(text: str) -> bool:
 PHRASE_WORDS = 12    # at most this many words before a value make a learned context
 
 
+LABEL_WORDS = 4          # "Billing address:", "Name for the reservation:": a label, not a sentence
+
+
+def label_line(text: str) -> str | None:
+    """The form label the text ends in: its last line, of at most LABEL_WORDS words ending in ":"
+    ("Delivery address:", "Tel:" under a signature); None where the text ends otherwise.
+
+    >>> label_line("Kind regards,\\nAna\\nMobile: "), label_line("Please send it to this address:")
+    ('Mobile:', None)
+    """
+    line = text.rstrip(" \t").rsplit("\n", 1)[-1].strip()
+    return line if line.endswith(":") and len(line.split()) <= LABEL_WORDS else None
+
+
 def lead_in(text: str) -> str:
     """The phrase that leads into what comes next: the sentence being written, or, at the start
     of a line, the line before it ("Kind regards," before a name); at most PHRASE_WORDS words.
