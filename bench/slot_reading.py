@@ -30,7 +30,7 @@ from chunkwise.core import ChunkStore, Engine  # noqa: E402
 from chunkwise.core import whose  # noqa: E402
 from chunkwise.core.matching import someone_elses_here  # noqa: E402
 from chunkwise.core.encoding import local_mean, local_rows  # noqa: E402
-from chunkwise.core.slots import features  # noqa: E402
+from chunkwise.core.slots import features, label_fields  # noqa: E402
 
 BARS = (-0.5, -1.0, -1.5, -2.0, -2.5)
 
@@ -57,6 +57,8 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
                 hidden, local = out.hidden[-1], local_mean(out.hidden)                # (d,), (d,)
                 probs = m.slots.predict(features(m.stats, hidden[None], local[None], [text]))[0]
                 agreement, others = m.type_readings(hidden, local, text)
+                named = label_fields(text)       # as ChunkMatcher.typed_proposal: a label's own field
+                agreement = {k: v for k, v in agreement.items() if named is None or m.typed_field(k) in named}
                 best, score = max(agreement.items(), key=lambda kv: kv[1]) if agreement else (None, 0.0)
                 row = {"id": c["id"], "kind": c["kind"], "field": c.get("field"), "best": field_of.get(best),
                        "agreement": score, "someone_elses": others,

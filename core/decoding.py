@@ -437,7 +437,8 @@ class Decoder:
         """The user's own detail, not a colleague's or the hotel's (core/whose.py).
 
         Words that name someone else ("her mobile's", "Sam's portfolio")
-        decide; otherwise the model's what-if continuation does: one peek of
+        decide; a bare form label ("Billing address:") is the writer's
+        (whose.form_label); otherwise the model's what-if continuation does: one peek of
         three tokens (the cache is left as it was), only at steps where one of
         the user's own chunks was about to be proposed.
         """

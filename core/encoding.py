@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .errors import ModelError
-from .llama_runtime import ASIDE_SEQS, LlamaRuntime
+from .llama_runtime import LlamaRuntime
 from .paths import shipped_for_model
 from .store import Encoding, PendingEncoding
 
@@ -196,9 +196,10 @@ class ContextStates:
     (``Engine.prepare_contexts``), and the editor for the phrase before a library
     value the user has begun to type (``Engine.prepare_typed``), so saving the
     entry or learning the phrase finds them read and the next suggestion sees it
-    without waiting for the model (bench/library_update.py).  What a save reads is
-    kept too: an edit that changes an entry's value or one of its contexts reads
-    only the contexts that are new (a context's states do not depend on its chunk).
+    without waiting for the model (bench/library_update.py).  What an edit's save
+    reads is kept too (``Encoder(remember=True)``): the next edit of that entry,
+    a new value or one context changed, reads only the contexts that are new (a
+    context's states do not depend on its chunk).
     A few dozen at most, in memory only: they are the user's text, as personal as the store.
 
     >>> cache = ContextStates(capacity=1)
@@ -210,6 +211,9 @@ class ContextStates:
     def __init__(self, capacity: int = 64):
         self.capacity = capacity
         self._states: OrderedDict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._states)
 
     def __contains__(self, tokens: tuple[int, ...]) -> bool:
         """Whether these tokens were read (without marking them used, unlike :meth:`get`)."""
@@ -234,9 +238,13 @@ class ContextStates:
 class Encoder:
     """Computes :class:`Encoding` rows for pending (context, chunk) pairs."""
 
-    def __init__(self, rt: LlamaRuntime, read_ahead: ContextStates | None = None):
+    def __init__(self, rt: LlamaRuntime, read_ahead: ContextStates | None = None, remember: bool = False):
+        """*remember*: keep what :meth:`encode` reads among the states read lately (an edit's save,
+        not a whole-library refresh, whose thousands of contexts would push out what the entry
+        dialog read ahead)."""
         self.rt = rt
         self.read_ahead = read_ahead
+        self.remember = remember
 
     def context_tokens(self, context: str) -> list[int]:
         """A context's own tokens, with BOS: what ``split`` starts from and the read-ahead keys on."""
@@ -272,11 +280,9 @@ class Encoder:
                 return list(chunk_tokens)
         return list(fallback)
 
-    def encode(self, pending: PendingEncoding, read: dict | None = None) -> Encoding:
-        """The encoding of one (context, chunk) pair; *read*: states already read, by context tokens."""
+    def encode(self, pending: PendingEncoding) -> Encoding:
         ctx_tokens, chunk_tokens = self.split(pending.context, pending.chunk)
-        found = read.get(tuple(ctx_tokens)) if read else None
-        vector, local = found if found is not None else self.states(ctx_tokens)
+        vector, local = self.states(ctx_tokens, keep=self.remember)
         return Encoding(
             context_id=pending.context_id,
             entry_token=ctx_tokens[-1],
@@ -286,9 +292,9 @@ class Encoder:
             source_hash=pending.source_hash,
         )
 
-    def states(self, ctx_tokens: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        """The final state and local mean after *ctx_tokens* (with BOS), read lately or read now and
-        kept (:class:`ContextStates`): (d,), (d,)."""
+    def states(self, ctx_tokens: Sequence[int], keep: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """The final state and local mean after *ctx_tokens* (with BOS), read lately or read now: (d,), (d,).
+        *keep*: kept among the states read lately (:class:`ContextStates`)."""
         key = tuple(ctx_tokens)
         found = self.read_ahead.get(key) if self.read_ahead is not None else None
         if found is not None:
@@ -302,7 +308,7 @@ class Encoder:
         rt = side if len(ctx_tokens) <= side.n_ctx else self.rt
         out = rt.sync(ctx_tokens, last=local_rows(len(ctx_tokens), first=1))          # BOS out, unless alone
         vector, local = np.array(out.hidden[-1], copy=True), local_mean(out.hidden)
-        if self.read_ahead is not None:
+        if keep and self.read_ahead is not None:
             self.read_ahead.put(key, vector, local)
         return vector, local
 
@@ -317,51 +323,18 @@ class Encoder:
                 continue
             tokens = tuple(self.context_tokens(context))
             if self.read_ahead is None or self.read_ahead.get(tokens) is None:
-                self.states(tokens)
+                self.states(tokens, keep=True)
                 read += 1
-        return read
-
-    def read_together(self, contexts: Sequence[Sequence[int]]) -> dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]]:
-        """Read the contexts not read lately side by side, a few per decode on the side context
-        (``LlamaRuntime.read_apart``: each as if read alone), and keep them; returns their states by
-        tokens.  A context left alone in its group, or too long for the side context, is left to
-        :meth:`states`, which may reuse the side cache's prefix."""
-        todo = [t for t in dict.fromkeys(tuple(c) for c in contexts)
-                if self.read_ahead is None or t not in self.read_ahead]
-        if len(todo) < 2:
-            return {}
-        try:
-            side = self.rt.aside()
-        except ModelError:
-            return {}
-        room = min(side.n_batch, side.n_ctx)
-        read: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
-        group: list[tuple[int, ...]] = []
-        for tokens in [t for t in todo if len(t) <= room] + [None]:
-            if tokens is None or len(group) == side.n_seq or sum(map(len, group)) + len(tokens) > room:
-                if len(group) > 1:
-                    outs = side.read_apart(group, [local_rows(len(t), first=1) for t in group])   # BOS out
-                    for t, out in zip(group, outs):
-                        read[t] = (out.hidden[-1], local_mean(out.hidden))                      # (d,), (d,)
-                        if self.read_ahead is not None:
-                            self.read_ahead.put(t, *read[t])
-                group = []
-            if tokens is not None:
-                group.append(tokens)
         return read
 
     def encode_many(self, pending: Sequence[PendingEncoding],
                     progress: Callable[[int, int], None] | None = None,
                     cancelled: Callable[[], bool] | None = None) -> list[Encoding]:
-        """Encodings of *pending*, their contexts read ASIDE_SEQS at a time (:meth:`read_together`)."""
-        out: list[Encoding] = []
-        for start in range(0, len(pending), ASIDE_SEQS):
+        out = []
+        for i, p in enumerate(pending):
             if cancelled and cancelled():
                 break
-            part = pending[start:start + ASIDE_SEQS]
-            read = self.read_together([self.split(p.context, p.chunk)[0] for p in part])
-            for p in part:
-                out.append(self.encode(p, read))
-                if progress:
-                    progress(len(out), len(pending))
+            out.append(self.encode(p))
+            if progress:
+                progress(i + 1, len(pending))
         return out

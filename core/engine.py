@@ -171,7 +171,7 @@ class Engine:
         self._matcher: ChunkMatcher | None = None   # built on first need (measures the model once)
         self._chunk_drafts = NGramDrafter()          # n-grams of the chunk texts, rebuilt on refresh
         self._refreshed = False
-        self._read_ahead = ContextStates()           # contexts read while the user typed them (prepare_contexts)
+        self._read_ahead = ContextStates()           # contexts read while typed (prepare_contexts) or by an edit
         self.index_status = ""
         self.knn_settings = KnnSettings()
         self._knn: KnnLM | None = None
@@ -253,7 +253,7 @@ class Engine:
         """
         incremental = chunk_ids is not None and self._refreshed
         pending = self.store.pending_encodings(self.model_id, chunk_ids if incremental else None)
-        encoder = Encoder(self.runtime, self._read_ahead)
+        encoder = Encoder(self.runtime, self._read_ahead, remember=incremental)
         done = 0
         for start in range(0, len(pending), ENCODE_BATCH):
             if cancelled and cancelled():

@@ -97,7 +97,6 @@ from .memory_budget import check_context, kv_cache_bytes
 
 BATCH_TOLERANCE = 0.05   # contract point 3: |one batch - one token at a time|, logits and hidden states
 ASIDE_CTX = 512          # tokens the side context (LlamaRuntime.aside) holds: library contexts are a line or two
-ASIDE_SEQS = 8           # texts the side context reads side by side in one decode (LlamaRuntime.read_apart)
 
 _backend_lock = threading.Lock()
 _backend_ready = False
@@ -230,9 +229,8 @@ class LlamaRuntime:
         self._aside: LlamaRuntime | None = None
         self._open_context(int(n_ctx), int(n_batch), n_threads or max(1, min(os.cpu_count() or 1, 8)))
 
-    def _open_context(self, n_ctx: int, n_batch: int, threads: int, n_seq: int = 1) -> None:
-        """Create this runtime's llama.cpp context over ``self.model``, with an empty cache; *n_seq*
-        sequences share its cells (:meth:`read_apart`)."""
+    def _open_context(self, n_ctx: int, n_batch: int, threads: int) -> None:
+        """Create this runtime's llama.cpp context over ``self.model``, with an empty cache."""
         lib = self._lib
         cparams = lib.llama_context_default_params()
         cparams.n_ctx = n_ctx
@@ -241,9 +239,6 @@ class LlamaRuntime:
         cparams.n_threads = threads
         cparams.n_threads_batch = threads
         cparams.embeddings = True
-        if n_seq > 1:
-            # One buffer for all sequences, each as long as the context (not n_ctx / n_seq cells each).
-            cparams.n_seq_max, cparams.kv_unified = n_seq, True
         if hasattr(lib, "LLAMA_FLASH_ATTN_TYPE_DISABLED"):
             # As llama-cpp-python's Llama does by default: same kernels, same numbers.
             cparams.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
@@ -258,7 +253,6 @@ class LlamaRuntime:
                 "(not enough memory?). Try a smaller context size."
             )
         self.n_ctx = lib.llama_n_ctx(self.ctx)
-        self.n_seq = n_seq
         self.n_batch = n_batch
         self.n_threads = threads
         self._batch = lib.llama_batch_init(self.n_batch, 0, 1)
@@ -292,7 +286,7 @@ class LlamaRuntime:
                 "model_path", "_lib", "model", "vocab", "n_vocab", "n_embd", "n_ctx_train", "identity", "name",
                 "_eog_cache", "_piece_cache")})
             side._owns_model, side._aside = False, None
-            side._open_context(min(ASIDE_CTX, self.n_ctx), min(ASIDE_CTX, self.n_batch), self.n_threads, ASIDE_SEQS)
+            side._open_context(min(ASIDE_CTX, self.n_ctx), min(ASIDE_CTX, self.n_batch), self.n_threads)
             self._aside = side
         return self._aside
 
@@ -547,51 +541,6 @@ class LlamaRuntime:
         hidden_arr = np.stack(hidden_rows) if hidden else np.empty((len(logits_rows), 0), np.float32)
         logits = logits_rows[0][None, :] if len(logits_rows) == 1 else np.stack(logits_rows)
         return Outputs(logits, hidden_arr, np.asarray(pos_rows))
-
-    def read_apart(self, texts: Sequence[Sequence[int]], last: Sequence[int]) -> list[Outputs]:
-        """Read several short texts in one decode, each as a sequence of its own from position 0 (they
-        do not see each other); return, for each, the hidden states of its last *last[i]* tokens
-        (``Outputs.logits`` is empty: what a library context reads is its state, not a next token).
-        The cache is empty before and after.
-
-        On the side context (:meth:`aside`, up to ``ASIDE_SEQS`` texts and ``n_batch`` tokens in all)
-        this reads a library entry's contexts together: a batch costs less than its texts one by one
-        (bench/library_update.py), and each row is that of the text read alone
-        (tests/test_runtime.py::test_texts_read_apart_read_as_each_alone).
-
-        >>> [o.hidden.shape for o in rt.aside().read_apart([rt.tokenize("I work at"), rt.tokenize("Call me on")], [1, 3])]  # doctest: +SKIP
-        [(1, 576), (3, 576)]
-        """
-        if not texts or len(texts) > self.n_seq or sum(map(len, texts)) > min(self.n_batch, self.n_ctx):
-            raise ValueError(f"read_apart takes 1 to {self.n_seq} texts of {min(self.n_batch, self.n_ctx)} "
-                             f"tokens in all (got {len(texts)} of {sum(map(len, texts))}).")
-        if not all(texts):
-            raise ValueError("read_apart needs at least one token in each text")
-        self.reset()
-        batch, i, wanted = self._batch, 0, []
-        self._set_embeddings(True)
-        for seq, (tokens, n_last) in enumerate(zip(texts, last)):
-            first = len(tokens) - max(1, min(int(n_last), len(tokens)))
-            wanted.append(range(i + first, i + len(tokens)))
-            for pos, tok in enumerate(tokens):
-                batch.token[i], batch.pos[i], batch.n_seq_id[i] = tok, pos, 1
-                batch.seq_id[i][0] = seq
-                batch.logits[i] = pos >= first
-                i += 1
-        batch.n_tokens = i
-        try:
-            rc = self._lib.llama_decode(self.ctx, batch)
-            self.decode_calls += 1
-            self.evaluated_tokens += i
-            if rc != 0:
-                raise ModelError(f"llama_decode failed (code {rc}): the context may be full or memory short.")
-            return [Outputs(np.empty((len(rows), 0), np.float32),
-                            np.stack([self._row(self._lib.llama_get_embeddings_ith, j, self.n_embd).copy()
-                                      for j in rows]),
-                            np.arange(len(rows)) + len(texts[k]) - len(rows))
-                    for k, rows in enumerate(wanted)]
-        finally:
-            self.reset()
 
     def _plain_segments(self, n: int) -> list[tuple[int, int]]:
         return [(s, min(n, s + self.n_batch)) for s in range(0, n, self.n_batch)]

@@ -202,16 +202,19 @@ def shape_fields(value: str) -> set[str] | None:
     return set().union(*(SHAPE_FIELDS[s] for s in shapes))
 
 
-# The field a form label names by its last word, whatever the classifier reads: "Invoice address:"
-# read as an email 0.71, as an address 0.23 (bench/entities.py dev), though in the classifier's own
-# training fragments 38 of the 41 labels ending in "address" are postal ones and the other three
-# "Email address:".  Only last words those fragments use for one field alone (a "number" or a "code"
-# is many things) -- or one field and someone else's.
+# The fields a form label names by its last word, whatever the classifier reads: "Invoice address:"
+# read as an email first (bench/entities.py dev), though in the classifier's own training fragments
+# 38 of the 41 labels ending in "address" are postal ones and the other three "Email address:".
+# Only last words those fragments use for one kind of detail (a postal address or its postcode; a
+# "number" or a "code" is many things), besides someone else's.
 LABEL_FIELDS = {"address": {"address", "postal_code"}, "email": {"email"}, "e-mail": {"email"},
-                "phone": {"phone"}, "mobile": {"phone"}, "iban": {"iban"}, "postcode": {"postal_code", "address"},
-                "zip": {"postal_code", "address"}, "github": {"github"}, "linkedin": {"linkedin"},
-                "website": {"website"}, "web": {"website"}}
-_LABEL_QUALIFIERS = {"email": "email", "e-mail": "email", "web": "website"}   # "Email address:", "Web address:"
+                "phone": {"phone"}, "mobile": {"phone"}, "tel": {"phone"}, "telephone": {"phone"},
+                "iban": {"iban"}, "postcode": {"postal_code", "address"}, "zip": {"postal_code", "address"},
+                "github": {"github"}, "linkedin": {"linkedin"}, "website": {"website"}, "web": {"website"}}
+# A word before "address" that makes it another kind ("Email address:", "Web address:"), or none of
+# the user's fields ("IP address:", "Wallet address:").
+_LABEL_QUALIFIERS = {"email": "email", "e-mail": "email", "web": "website", "ip": None, "mac": None,
+                     "wallet": None, "bitcoin": None, "crypto": None, "server": None}
 
 
 def label_fields(text: str) -> set[str] | None:
@@ -220,15 +223,18 @@ def label_fields(text: str) -> set[str] | None:
 
     >>> sorted(label_fields("Invoice address:")), label_fields("Email address:"), label_fields("Booking number:")
     (['address', 'postal_code'], {'email'}, None)
+    >>> label_fields("Web or email address:"), label_fields("IP address:")
+    ({'email'}, None)
     """
     label = label_line(text)
     words_ = [w.lower() for w in (label or "").replace(":", " ").split()]
     if not words_ or words_[-1] not in LABEL_FIELDS:
         return None
     if words_[-1] == "address":
-        for w in words_[:-1]:
+        for w in reversed(words_[:-1]):               # the nearest qualifier: "Web or email address:"
             if w in _LABEL_QUALIFIERS:
-                return LABEL_FIELDS[_LABEL_QUALIFIERS[w]]
+                kind = _LABEL_QUALIFIERS[w]
+                return LABEL_FIELDS[kind] if kind is not None else None
     return LABEL_FIELDS[words_[-1]]
 
 

@@ -3,9 +3,10 @@
 A sentence that names who the detail belongs to settles it in words: the
 last person it mentions before the cursor ("give me a buzz on" is the
 writer's; "her mobile's", "Sam's portfolio, it's at", "my colleague Dr.
-Wolff on" are someone else's).  Where the words name nobody ("Billing
-address:", "Invoices go to"), the model is asked: it continues
-"<text> (that is" with " my" or with " his / her / their / your"
+Wolff on" are someone else's).  A bare form label in the writer's own email
+("Billing address:", naming nobody else) is the writer's (:func:`form_label`).
+Where the words name nobody otherwise ("Invoices go to"), the model is asked:
+it continues "<text> (that is" with " my" or with " his / her / their / your"
 (:func:`writer_evidence`).
 
 >>> person_cue("Ring the landlord about the boiler, his number's"), person_cue("get him to give me a buzz on")
@@ -26,7 +27,8 @@ import numpy as np
 
 from .details import find_details
 from .llama_runtime import LlamaRuntime
-from .text import label_line, lead_in
+from .slots import label_fields
+from .text import lead_in
 
 WRITER, OTHERS = "writer", "others"
 # The model's own continuation of "<text> (that is my|his|her|their|your".
@@ -148,29 +150,38 @@ def a_places_detail(text: str, field: str | None, value: str) -> bool:
 # Words that name an owner other than the writer anywhere in a block of label lines ("Her details",
 # "Client site:", "Tom's mobile:", "Your case ID:"), besides third persons, relations and places: the reader.
 _READER = {"you", "your", "yours", "you're", "you've"}
-# Labels for someone else's part in an arrangement ("Emergency contact", "Meeting point:").
-_OTHER_ROLES = {"emergency", "recipient", "meeting", "pickup", "pick-up", "drop-off", "dropoff", "destination"}
+# Labels for someone else's part in an arrangement ("Emergency contact", "Meeting point:", "Next of
+# kin"), and a salutation ("Dear Mr. Smith:"), which names the reader.
+_OTHER_ROLES = {"emergency", "recipient", "meeting", "pickup", "pick-up", "drop-off", "dropoff", "destination",
+                "kin", "referee", "guarantor", "payee", "beneficiary", "guest", "attendee", "passenger", "host",
+                "contact", "hr", "dear", "hi", "hello"}
+# A line of the block already filled in ("Account name: Greenway Lettings", "Mobile: +49 ..."): a form
+# being filled, for the writer or anyone, so whose the next line is is left to the probe.
+_FILLED = re.compile(r"^[^:\n]{1,40}:\s*\S", re.MULTILINE)
 
 
 def form_label(text: str) -> bool:
-    """Whether the text ends in a bare form label: a line of a few words ending in ":" ("Billing
-    address:", "Ship to:", a "Website:" under a heading), in a block of lines that names nobody but
-    the writer -- no third person, relation, place, reader, possessive or someone else's role
-    ("Emergency contact", "Meeting point:").
+    """Whether the text ends in a bare form label: a line of a few words ending in ":" whose last
+    word names a contact field (``slots.label_fields``: "Billing address:", a "Website:" under a
+    heading; not "Ship to:" or "Plumber:"), in a block of lines that names nobody but the writer -- no third person, relation, place, reader, possessive, salutation or someone else's
+    role ("Emergency contact", "Meeting point:") -- and has no line filled in already ("Account name:
+    Greenway Lettings" above "IBAN:").
 
     The writer probe is no witness there: after "Billing address: (that is" the model expects
     " your", as in a form, though in the user's own email the label is theirs (bench/personal.py dev:
     "Billing address:" read address 0.93, probe -2.18).  Whose it is then rests on the words and
     the slot classifier's someone-else's reading (:func:`writer_owns`).
 
-    >>> form_label("Hi,\\n\\nBilling address:"), form_label("Speaker bio and links\\nWebsite: ")
+    >>> form_label("Hi,\\n\\nBilling address:"), form_label("Links\\nWebsite: ")
     (True, True)
-    >>> form_label("Her details\\nPhone:"), form_label("Client site:"), form_label("Please send it to this address:")
+    >>> form_label("Client details\\nPhone:"), form_label("Account name: Greenway\\nIBAN:"), form_label("Dear Sam:")
     (False, False, False)
     """
-    if label_line(text) is None:
+    if label_fields(text) is None:
         return False
     block = text.rstrip(" \t").split("\n\n")[-1]
+    if _FILLED.search(block.rsplit("\n", 1)[0]) and "\n" in block:
+        return False
     owners = _THIRD_PERSON | _RELATIONS | _PLACES | _READER | _OTHER_ROLES
     return not any(t in owners or t.endswith(("'s", "s'")) and t[:-2] not in _NOT_POSSESSIVE
                    for t in _tokens(block))

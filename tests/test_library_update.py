@@ -47,9 +47,6 @@ def _passes(rt, monkeypatch) -> list:
     passes = []
     for context in (rt, rt.aside()):
         monkeypatch.setattr(context, "sync", lambda *a, real=context.sync, **k: passes.append(a) or real(*a, **k))
-    side = rt.aside()                                   # contexts read side by side: one pass each
-    monkeypatch.setattr(side, "read_apart", lambda texts, last, real=side.read_apart:
-                        passes.extend((t,) for t in texts) or real(texts, last))
     return passes
 
 
@@ -223,33 +220,35 @@ def test_contexts_read_ahead_of_the_save_are_not_read_again_and_encode_the_same(
     _same(engine)
 
 
-def test_an_edit_reads_only_the_contexts_it_changes_and_reads_them_together(library, monkeypatch):
-    """Issue 15.6, a save whose contexts were not read ahead: a new entry's contexts are read side by
-    side in one decode (LlamaRuntime.read_apart), and an edit that changes the value and one context
-    reads only the new context (the states of the kept one do not depend on the value).  Bugs caught:
-    an edit reading every context again; the contexts read one decode each; the stored vectors of a
-    context read together or remembered differing from those of a plain encoding."""
+def test_an_edit_reads_only_the_contexts_it_changes(library, monkeypatch):
+    """Issue 15.6, a save whose contexts were not read ahead: an edit that changes the value and one
+    context reads only the new context (the states of the kept one do not depend on the value).
+    Bugs caught: an edit reading every context again; the remembered states differing from a plain
+    encoding's (a view into llama.cpp's buffer, overwritten by a later pass); a whole-library
+    refresh filling the memory of states read lately, which holds what the entry dialog read ahead."""
     engine, store = library, library.store
-    side = engine.runtime.aside()
     engine._read_ahead.clear()
-    calls = side.decode_calls
     cid = store.add_chunk("Northwind Traders Ltd", "pii", ["I work at", "The company I work for is"], label="company")
     assert engine.refresh(chunk_ids=[cid]) == 2
-    assert side.decode_calls == calls + 1                                # both contexts in one decode
+    engine.runtime_states(engine.runtime.tokenize("Something else entirely, to overwrite the buffers."))
     passes = _passes(engine.runtime, monkeypatch)
     store.update_chunk(cid, text="Contoso Pharmaceuticals", contexts=["I work at", "My employer is"])
     assert engine.refresh(chunk_ids=[cid]) == 2                          # both encoded for the new value...
     assert [engine.runtime.detokenize(p[0]) for p in passes] == ["My employer is"]   # ...one read
     monkeypatch.undo()
-    engine._read_ahead.clear()
+    engine._read_ahead.clear()                                           # the same contexts, read at a save
     plain = store.add_chunk("Contoso Pharmaceuticals.", "pii", ["I work at", "My employer is"], label="company")
     engine.refresh(chunk_ids=[plain])
     for column in ("vector", "vector_local"):
         a, b = (store.encoding_vectors([e.label for e in sorted(store.valid_encodings(engine.model_id, [c]),
                                                                   key=lambda e: e.context_id)], column)
                 for c in (cid, plain))
-        assert np.array_equal(a, b), column
+        assert a.shape == (2, engine.runtime.n_embd) and np.array_equal(a, b), column
     _same(engine)
+    engine._read_ahead.clear()
+    store.add_chunk("Fabrikam", "pii", ["Our supplier is"], label="company")
+    engine.refresh()                                                     # the whole library, as at a start
+    assert len(engine._read_ahead) == 0
 
 
 def test_a_library_edit_leaves_the_draft_in_the_cache(library, monkeypatch):

@@ -89,30 +89,6 @@ def test_the_side_context_reads_as_the_main_one(runtime):
         assert runtime.tokens == tuple(draft)
 
 
-def test_texts_read_apart_read_as_each_alone(runtime):
-    """LlamaRuntime.read_apart reads a library entry's contexts in one decode, each a sequence of its
-    own: every row must be the row of that text read alone (matching compares them with states read
-    one text at a time), on this build bit for bit.  Bugs caught: texts that see each other (one
-    sequence, or positions run on), rows handed to the wrong text, a cache left holding them (the next
-    sync would reuse cells of another sequence), more texts than sequences accepted."""
-    from chunkwise.core.encoding import local_rows
-
-    side = runtime.aside()
-    texts = [runtime.tokenize(t) for t in ("My email is", "Please send the parcel to my home address:", "Call")]
-    last = [local_rows(len(t), first=1) for t in texts]
-    calls = side.decode_calls
-    together = side.read_apart(texts, last)
-    assert side.decode_calls == calls + 1 and side.tokens == ()
-    for toks, n, out in zip(texts, last, together):
-        side.reset()
-        alone = side.sync(toks, last=n)
-        assert out.hidden.shape == alone.hidden.shape and np.array_equal(out.hidden, alone.hidden)
-    with pytest.raises(ValueError):
-        side.read_apart([texts[2]] * (side.n_seq + 1), [1] * (side.n_seq + 1))
-    with pytest.raises(ValueError):
-        runtime.read_apart(texts[:2], [1, 1])                 # the main context holds one sequence
-
-
 def test_a_closed_runtime_has_no_side_context():
     """After close, asking for the side context is a clear error, not a context over a freed model."""
     from chunkwise.core.paths import bundled_model_path
