@@ -99,13 +99,20 @@ def corpus_cues() -> str:
     from chunkwise.core.slots import TRAINING_FILES
 
     own, third = Counter(), Counter()
+    own_labels, third_labels = [], []
     for path in TRAINING_FILES:
         data = json.loads(path.read_text(encoding="utf-8"))
-        own.update(whose.person_cue(t) for texts in data["fields"].values() for t in texts)
+        own_texts = [t for texts in data["fields"].values() for t in texts]
+        own.update(whose.person_cue(t) for t in own_texts)
         third.update(whose.person_cue(t) for t in data.get("third_party", []))
-    rows = [[name, sum(c.values()), c[whose.WRITER], c[whose.OTHERS], c[None]]
-            for name, c in (("the writer's own details", own), ("someone else's details", third))]
-    return table(["training fragments", "n", "cue: writer", "cue: someone else", "no cue"], rows)
+        own_labels += [t for t in own_texts if whose.form_label(t)]
+        third_labels += [t for t in data.get("third_party", []) if whose.form_label(t)]
+    rows = [[name, sum(c.values()), c[whose.WRITER], c[whose.OTHERS], c[None], len(labels)]
+            for name, c, labels in (("the writer's own details", own, own_labels),
+                                    ("someone else's details", third, third_labels))]
+    return (table(["training fragments", "n", "cue: writer", "cue: someone else", "no cue",
+                   "bare form label (whose.form_label)"], rows)
+            + "\n\nsomeone else's details read as a bare form label: " + "; ".join(repr(t) for t in third_labels))
 
 
 def main() -> None:

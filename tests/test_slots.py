@@ -279,7 +279,7 @@ def test_a_form_label_names_its_field_by_its_last_word(text, fields):
 
 
 def test_a_form_label_keeps_a_value_of_another_field_out(profile_engine, monkeypatch):
-    """"Invoice address:" read as an email 0.71 and as an address 0.23 (bench/entities.py dev), so the
+    """"Invoice address:" read as an email first, an address second (bench/entities.py dev), so the
     user's email went where their address belongs.  With the classifier reading email first, the
     typed route offers no email after "Invoice address:" (nor the address, read below the cut), but
     does after "Contact:", whose last word names no field; with label_fields off, the email comes
