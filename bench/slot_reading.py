@@ -96,7 +96,8 @@ def replay(rows: list[dict], cut: float, bar: float, cue: bool = True) -> dict:
 def corpus_cues() -> str:
     """How the person cue reads the shipped training corpora (never evaluated on): own details
     should rarely read as someone else's, third-party ones often."""
-    from chunkwise.core.slots import TRAINING_FILES
+    from chunkwise.core.slots import LABEL_FIELDS, NONE, THIRD_PARTY, TRAINING_FILES, training_items
+    from chunkwise.core.text import label_line
 
     own, third = Counter(), Counter()
     own_labels, third_labels = [], []
@@ -110,9 +111,21 @@ def corpus_cues() -> str:
     rows = [[name, sum(c.values()), c[whose.WRITER], c[whose.OTHERS], c[None], len(labels)]
             for name, c, labels in (("the writer's own details", own, own_labels),
                                     ("someone else's details", third, third_labels))]
+    # What slots.LABEL_FIELDS rests on: the writer's own labels by their last word, and the fields they are.
+    heads: dict[str, Counter] = {}
+    for text, field in training_items():
+        label = label_line(text)
+        if label and field not in (NONE, THIRD_PARTY):
+            words_ = label.lower().replace(":", " ").split()
+            heads.setdefault(words_[-1], Counter())[field if words_[-1] != "address" or len(words_) == 1
+                                                   or words_[-2] not in ("email", "e-mail", "web")
+                                                   else f"{field} ({words_[-2]} address)"] += 1
+    by_head = table(["label's last word", "the writer's own labels: fields"],
+                    [[w, ", ".join(f"{f} {n}" for f, n in heads.get(w, Counter()).most_common())] for w in LABEL_FIELDS])
     return (table(["training fragments", "n", "cue: writer", "cue: someone else", "no cue",
                    "bare form label (whose.form_label)"], rows)
-            + "\n\nsomeone else's details read as a bare form label: " + "; ".join(repr(t) for t in third_labels))
+            + "\n\nsomeone else's details read as a bare form label: " + "; ".join(repr(t) for t in third_labels)
+            + "\n\n" + by_head)
 
 
 def main() -> None:
