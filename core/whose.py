@@ -163,9 +163,10 @@ _FILLED = re.compile(r"^[^:\n]{1,40}:\s*\S", re.MULTILINE)
 def form_label(text: str) -> bool:
     """Whether the text ends in a bare form label: a line of a few words ending in ":" whose last
     word names a contact field (``slots.label_fields``: "Billing address:", a "Website:" under a
-    heading; not "Ship to:" or "Plumber:"), in a block of lines that names nobody but the writer -- no third person, relation, place, reader, possessive, salutation or someone else's
-    role ("Emergency contact", "Meeting point:") -- and has no line filled in already ("Account name:
-    Greenway Lettings" above "IBAN:").
+    heading; not "Ship to:" or "Plumber:"), in a block of lines that names nobody but the writer
+    -- no third person, relation, place, reader, possessive, salutation or someone else's role
+    ("Emergency contact", "Meeting point:") -- and has no line above it filled in already
+    ("Account name: Greenway Lettings" above "IBAN:").
 
     The writer probe is no witness there: after "Billing address: (that is" the model expects
     " your", as in a form, though in the user's own email the label is theirs (bench/personal.py dev:
@@ -180,7 +181,8 @@ def form_label(text: str) -> bool:
     if label_fields(text) is None:
         return False
     block = text.rstrip(" \t").split("\n\n")[-1]
-    if _FILLED.search(block.rsplit("\n", 1)[0]) and "\n" in block:
+    above = block.rsplit("\n", 1)[0] if "\n" in block else ""      # the lines above the label
+    if _FILLED.search(above):
         return False
     owners = _THIRD_PERSON | _RELATIONS | _PLACES | _READER | _OTHER_ROLES
     return not any(t in owners or t.endswith(("'s", "s'")) and t[:-2] not in _NOT_POSSESSIVE
