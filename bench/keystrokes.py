@@ -103,9 +103,9 @@ def suggest(engine: Engine, before: str, rest: str, settings: Settings):
         text += piece_text
         mask += [piece.source == "chunk"] * len(piece_text)
         if piece.source == "chunk":
-            chunks.append(len(text) - len(piece_text))
+            chunks.append((len(text) - len(piece_text), piece.kind, piece.label, piece.match))
         diverged = not rest.startswith(text)
-    return text, mask, latency, not diverged, chunks     # chunks: where each inserted chunk starts
+    return text, mask, latency, not diverged, chunks     # chunks: (start, kind, label, match) of each inserted
 
 
 def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = False) -> Tally:
@@ -128,12 +128,15 @@ def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = F
                     end += len(u)
                     taken += 1
                 t.first_right += taken > 0
+                if verbose and any(mask[end:]):           # a chunk shown where the user wrote something else
+                    print(f"   x{text!r} {[c[1:] for c in chunks if c[0] >= end]} not taken after "
+                          f"{email[max(0, pos - 40):pos]!r}")
                 if taken:
                     whole = finished and end >= len(text.rstrip())
                     t.keys += 1 if whole else taken
                     t.accepted += end
                     t.from_chunks += sum(mask[:end])
-                    t.chunks += sum(1 for start in chunks if start < end)
+                    t.chunks += sum(1 for start, *_ in chunks if start < end)
                     if verbose:
                         print(f"   +{email[pos:pos + end]!r}{' [chunk]' if any(mask[:end]) else ''}")
                     pos += end

@@ -123,6 +123,24 @@ def opens_paragraph(text: str) -> bool:
     return tail[-1] == "," and len(line.split()) <= 4
 
 
+# Words that open a noun phrase: after one, a phone number, an email or a name cannot come next
+# ("...sends new subscribers a", "...a pre-order page to the"), a job title can ("I'm a", "I'm the").
+ARTICLES = frozenset({"a", "an", "the"})
+DETERMINERS = ARTICLES | {"my", "your", "our", "his", "her", "their", "its", "this", "these", "those",
+                          "each", "every", "some", "any"}
+
+
+def last_determiner(text: str) -> str | None:
+    """The determiner the text ends with, nothing after it but spaces; None otherwise.
+
+    >>> last_determiner("sends new subscribers a "), last_determiner("I'm on my"), last_determiner("Ship to the.")
+    ('a', 'my', None)
+    """
+    m = re.search(r"(?:^|\s)([^\W\d_]+)[ \t]*$", text)
+    word = m.group(1).lower() if m else None
+    return word if word in DETERMINERS else None
+
+
 PHRASE_WORDS = 12    # at most this many words before a value make a learned context
 
 

@@ -189,6 +189,21 @@ def form_label(text: str) -> bool:
                    for t in _tokens(block))
 
 
+# A name straight after a greeting or a thanks, on the same line, is the reader's ("Thanks Sam",
+# "Hi Priya", "Thank you"): the user's own name comes after a sign-off's line break instead.
+_ADDRESSING = re.compile(r"(?:^|[^\w'])(?:thanks|thank(?: you)?|thx|hi|hello|hey|dear|welcome|congrats|"
+                         r"congratulations)(?: (?:again|so much|a lot|in advance))?[ \t]*$", re.IGNORECASE)
+
+
+def addresses_reader(text: str) -> bool:
+    """Whether the text ends with a greeting or a thanks, so that a name next on this line is the reader's.
+
+    >>> addresses_reader("Hi Mum,\\n\\nThank you"), addresses_reader("Thanks in advance"), addresses_reader("Thanks,\\n")
+    (True, True, False)
+    """
+    return bool(_ADDRESSING.search(text))
+
+
 def writer_owns(cue: str | None, evidence: Callable[[], float], bar: float = OWNER_MIN,
                 label: bool = False) -> bool:
     """The gate: words that name someone else keep the user's value out; at a bare form *label*
