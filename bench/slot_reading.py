@@ -28,7 +28,7 @@ from bench.common import table  # noqa: E402
 from bench.personal import DATA, body_prompt, build_store, load_cases  # noqa: E402
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
 from chunkwise.core import whose  # noqa: E402
-from chunkwise.core.matching import LEAD_CUT, LEAD_MARGIN, someone_elses_here  # noqa: E402
+from chunkwise.core.matching import someone_elses_here  # noqa: E402
 from chunkwise.core.encoding import local_mean, local_rows  # noqa: E402
 from chunkwise.core.slots import features, label_fields  # noqa: E402
 
@@ -56,16 +56,12 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
                 out = rt.sync(tokens, last=local_rows(len(tokens)), hidden=True, copy=True)
                 hidden, local = out.hidden[-1], local_mean(out.hidden)                # (d,), (d,)
                 probs = m.slots.predict(features(m.stats, hidden[None], local[None], [text]))[0]
-                agreement, others, leader = m.type_readings(hidden, local, text)
+                agreement, others = m.type_readings(hidden, local, text)
                 named = label_fields(text)       # as ChunkMatcher.typed_proposal: a label's own field
                 agreement = {k: v for k, v in agreement.items() if named is None or m.typed_field(k) in named}
                 best, score = max(agreement.items(), key=lambda kv: kv[1]) if agreement else (None, 0.0)
                 row = {"id": c["id"], "kind": c["kind"], "field": c.get("field"), "best": field_of.get(best),
                        "agreement": score, "someone_elses": others,
-                       # how far the classifier's first reading leads the next, where it is best's field
-                       "lead_gap": (float(np.diff(np.sort(probs)[-2:])[0])
-                                    if best is not None and m.typed_field(best) == m.slots.classes[int(np.argmax(probs))]
-                                    else -1.0),
                        "probe": whose.writer_evidence(rt), "cue": whose.person_cue(text),
                        "label": whose.form_label(text),
                        # Decoder.a_places_detail: a place named nearer than the writer, and a contact detail
@@ -83,14 +79,11 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
     return rows, cut
 
 
-def replay(rows: list[dict], cut: float, bar: float, cue: bool = True, lead: float = LEAD_CUT,
-           margin: float = LEAD_MARGIN) -> dict:
-    """Counts of the gate's decision at the cursor; *lead*: the share of the cut a field needs where the
-    classifier reads it first by *margin* (core/matching.py LEAD_CUT, LEAD_MARGIN)."""
+def replay(rows: list[dict], cut: float, bar: float, cue: bool = True) -> dict:
     counts = {"right": 0, "wrong": 0, "third_party": 0, "neutral": 0}
     for r in rows:
         through = whose.writer_owns(r["cue"] if cue else None, lambda: r["probe"], bar, label=r["label"])
-        filled = (r["agreement"] >= cut * (lead if r["lead_gap"] >= margin else 1.0) and through and not r["place"]
+        filled = (r["agreement"] >= cut and through and not r["place"]
                   and not someone_elses_here(r["agreement"], r["someone_elses"]))
         if r["kind"] == "positive":
             counts["right"] += filled and r["best"] == r["field"]
@@ -158,16 +151,6 @@ def main() -> None:
     print(f"\n### {args.split}: type cut {cut:.2f}\n")
     print(table(["person cue", "probe bar", "right", "wrong field", "third party", "neutral",
                  "right - 2 x errors"], out))
-    lead = []
-    for margin in (0.0, LEAD_MARGIN, 0.1):
-        for share in (1.0, 0.85, LEAD_CUT, 0.57, 0.45):
-            c = replay(rows, cut, whose.OWNER_MIN, True, share, margin)
-            lead.append([margin, share, f"{c['right']}/{n['positive']}", c["wrong"], f"{c['third_party']}/{n['third_party']}",
-                         f"{c['neutral']}/{n['neutral']}", c["right"] - 2 * (c["wrong"] + c["third_party"] + c["neutral"])])
-    print(f"\n### {args.split}: the share of the cut where the classifier reads the field first (LEAD_CUT), "
-          f"by how far it leads (LEAD_MARGIN); probe bar {whose.OWNER_MIN}\n")
-    print(table(["lead margin", "share of the cut", "right", "wrong field", "third party", "neutral",
-                 "right - 2 x errors"], lead))
 
 
 if __name__ == "__main__":

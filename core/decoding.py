@@ -436,9 +436,12 @@ class Decoder:
         return True
 
     def words_go_on(self, logits: np.ndarray, proposal: Proposal) -> bool:
-        """The model gives its next word at least :data:`GOES_ON`, and that word is neither the start of
-        the value nor one that could stand where a value goes (:data:`STAND_INS`): the phrase is not
-        finished ("Kind" -> " regards")."""
+        """Right after a word, the model gives its next word at least :data:`GOES_ON`, and that word is
+        neither the start of the value nor one that could stand where a value goes (:data:`STAND_INS`):
+        the phrase is not finished ("Kind" -> " regards").  Not after a comma or a colon, where a value
+        may stand apart ("see my personal website," -> " and" 0.35 or more, bench/entities.py)."""
+        if not self._text.rstrip(" \t")[-1:].isalnum():
+            return False
         top = int(np.argmax(logits))
         word = self.rt.piece(top).decode("utf-8", "replace").strip()
         if not word.isalpha() or word.lower() in STAND_INS or proposal.text.lstrip().startswith(word):

@@ -56,15 +56,6 @@ REPEAT_WINDOW = 200      # characters in which even a mined phrase is not offere
 # A typed snippet sentence needs this share of the type cut (chosen on the dev split of
 # bench/personal.py, right / wrong-field: 1.0 -> 58 / 3, 0.6 -> 59 / 4, 0.4 -> 61 / 4, 0.25 -> 62 / 6 of 87).
 SENTENCE_CUT = 0.4
-# Where the classifier's single best reading is the user's field, ahead of every other reading (someone
-# else's detail and "nothing of the user's" included) by LEAD_MARGIN, a typed chunk of that field needs
-# only this share of the type cut: the reading is low because the probability is spread thin, not
-# because another answer is preferred ("...and sent to": email 0.27, nothing 0.25).  Chosen on the dev
-# split of bench/personal.py, replaying its decision at the cursor (bench/slot_reading.py, last table):
-# share 1.0 / 0.85 / 0.7 / 0.57 with margin 0.05 -> 67 / 68 / 69 / 69 of 87 right, wrong fields 2,
-# someone else's 1 of 38, neutral 0 of 30 throughout; with no margin, one more wrong field from 0.85 on.
-LEAD_CUT = 1.0
-LEAD_MARGIN = 0.05
 TYPE_FLOOR = 0.1         # type agreement at threshold 0 (dev split, bench/personal.py)
 # ... rising to 1 (nothing, short of certainty) at threshold 1, on a curve through 0.35 at the default
 # 0.3 (the cut chosen on dev, in a scratch replay of bench/personal.py's decision: 0.28 / 0.32 / 0.35 /
@@ -302,22 +293,17 @@ class ChunkMatcher(MatchingState):
         return self.type_readings(hidden, hidden_local, text, whitened)[0]
 
     def type_readings(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
-                      whitened: "Once | None" = None) -> tuple[dict[int, float], float, str | None]:
-        """:meth:`type_agreement`; how surely someone else's detail comes next instead (the
-        classifier's third-party class, 0..1): whose it is, which :class:`Proposal` carries on; and
-        the field the classifier reads first by at least :data:`LEAD_MARGIN`, if a field does."""
+                      whitened: "Once | None" = None) -> tuple[dict[int, float], float]:
+        """:meth:`type_agreement`, and how surely someone else's detail comes next instead (the
+        classifier's third-party class, 0..1): whose it is, which :class:`Proposal` carries on."""
         if self.slots is None or len(self._typed_ids) == 0:
-            return {}, 0.0, None
+            return {}, 0.0
         rows = self.whiten(hidden, hidden_local) if whitened is None else whitened()         # (2, d)
         probs = self.slots.predict_one(rows, text)                               # (classes,)
-        fields = self.slots.fields
-        scores = self._types @ probs[: len(fields)]                              # (n typed,)
+        scores = self._types @ probs[: len(self.slots.fields)]                   # (n typed,)
         classes = self.slots.classes
         others = float(probs[classes.index(THIRD_PARTY)]) if THIRD_PARTY in classes else 0.0
-        second, first = np.argsort(probs)[-2:]
-        leader = (fields[first] if first < len(fields) and probs[first] - probs[second] >= LEAD_MARGIN
-                  else None)
-        return dict(zip(self._typed_ids.tolist(), scores.tolist())), others, leader
+        return dict(zip(self._typed_ids.tolist(), scores.tolist())), others
 
     @property
     def type_cutoff(self) -> float:
@@ -474,7 +460,7 @@ class ChunkMatcher(MatchingState):
     def typed_proposal(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
                        exclude: Iterable[int] = (), whitened: "Once | None" = None) -> Proposal | None:
         """The typed chunk (phone, email, address...) whose field the slot classifier expects here, if sure enough."""
-        agreement, others, leader = self.type_readings(hidden, hidden_local, text, whitened)
+        agreement, others = self.type_readings(hidden, hidden_local, text, whitened)
         if not agreement:
             return None
         skip, recent = set(exclude), text[-2000:]
@@ -488,8 +474,7 @@ class ChunkMatcher(MatchingState):
             # Not at the start of a line, which every paragraph passes: after "Hi Oskar," the closing
             # line came with the lower bar (bench/paragraphs.py).
             lowered = is_sentence(info["text"]) and not at_line_start(text)
-            cut = self.type_cutoff * min(SENTENCE_CUT if lowered else 1.0,
-                                         LEAD_CUT if self.typed_field(chunk_id) == leader else 1.0)
+            cut = self.type_cutoff * (SENTENCE_CUT if lowered else 1.0)
             if score < cut or chunk_id in skip or info["text"] in recent or self.avoided(chunk_id, text):
                 continue
             if named is not None and self.typed_field(chunk_id) not in named:

@@ -186,7 +186,7 @@ def test_a_snippet_needs_the_full_type_cut_only_at_the_start_of_a_line(library, 
     m = engine.matcher
     assert m.is_typed(snippet)
     between = m.type_cutoff * (matching.SENTENCE_CUT + 1.0) / 2
-    monkeypatch.setattr(m, "type_readings", lambda *a, **k: ({snippet: between}, 0.0, None))   # no one else's reading
+    monkeypatch.setattr(m, "type_readings", lambda *a, **k: ({snippet: between}, 0.0))   # no one else's reading
     d = engine.runtime.n_embd
     state = (np.zeros(d, np.float32), np.zeros(d, np.float32))
     mid_line = m.typed_proposal(*state, "Hi Jonas,\n\nThe corrected invoice is attached, as we agreed. ")

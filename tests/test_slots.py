@@ -286,7 +286,7 @@ def test_a_form_label_keeps_a_value_of_another_field_out(profile_engine, monkeyp
     after "Invoice address:" too (the control)."""
     engine, ids = profile_engine
     m = engine.matcher
-    monkeypatch.setattr(m, "type_readings", lambda *a, **k: ({ids["email"]: 0.9, ids["address"]: 0.2}, 0.0, None))
+    monkeypatch.setattr(m, "type_readings", lambda *a, **k: ({ids["email"]: 0.9, ids["address"]: 0.2}, 0.0))
     state = (np.zeros(m.dim, np.float32), np.zeros(m.dim, np.float32))
     offered = lambda text: getattr(m.typed_proposal(*state, text), "chunk_id", None)
     assert offered("Hi,\n\nInvoice address:") is None

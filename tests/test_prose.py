@@ -1,0 +1,113 @@
+"""The user's values stay out of ordinary prose (bench/prose.py): after a determiner, where the
+model is sure the words go on, where the user began typing the value, and a name after a greeting.
+
+Each test judges one of the user's values at a place with the real model, the other gates held
+open (the writer probe says "theirs"), so only the gate under test keeps the value out; a control
+place shows the same value going in."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from chunkwise.core import ChunkStore, Engine
+from chunkwise.core.decoding import GOES_ON, DecodeSettings, Decoder
+from chunkwise.core.matching import Proposal
+from chunkwise.core.settings import Settings
+
+PROFILE = {   # a day-one library as a user types it (not a benchmark persona)
+    "name": ("Jonas Berg", ["My name is", "Best regards,"]),
+    "job_title": ("Site Manager", ["I work as", "My role:"]),
+    "email": ("jonas.berg@example.org", ["My email is", "Email me at"]),
+    "website": ("https://jonasberg.example", ["My website is", "See my work at"]),
+}
+
+
+@pytest.fixture
+def library(runtime):
+    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+    ids = {f: engine.store.add_chunk(v, "pii", ctx, label=f.replace("_", " ")) for f, (v, ctx) in PROFILE.items()}
+    engine.refresh()
+    assert {f: engine.matcher.typed_field(i) for f, i in ids.items()} == {f: f for f in PROFILE}
+    yield engine, ids
+    engine.store.close()
+    runtime.reset()
+
+
+@pytest.fixture
+def judge(library, runtime, monkeypatch):
+    """judge(text, field, logits=True) -> whether Decoder.fits_here lets the user's *field* value in after
+    *text*, with this step's real logits (or none: the model's word left out of it)."""
+    engine, ids = library
+
+    def fits(text: str, field: str, logits: bool = True, line_break: bool = False) -> bool:
+        d = Decoder(runtime, engine.matcher, DecodeSettings())
+        d._text, d._prompt_chars, d._line_break = text, len(text), line_break
+        monkeypatch.setattr(d, "writer_owns_slot", lambda: True)
+        value = Proposal(ids[field], "pii", field, PROFILE[field][0], (), 0.9, 0.9, 1.0, someone_elses=0.0)
+        step = None
+        if logits:
+            runtime.reset()
+            step = np.array(runtime.sync(runtime.tokenize(text), last=1, hidden=False).logits[-1], copy=True)
+        return d.fits_here(value, step)
+
+    return fits
+
+
+def test_no_value_after_a_determiner_but_a_job_title_after_an_article(judge):
+    """Bug caught: the user's email after "...sends new subscribers a" and their website after "...a
+    pre-order page to the" (bench/prose.py, dev).  A job title does follow an article ("I'm a")."""
+    for text in ("Hi Jo,\n\nThe form now sends every new subscriber a", "I can put the photos on the",
+                 "It connects straight to your"):
+        assert not judge(text, "email", logits=False), text
+        assert not judge(text, "website", logits=False), text
+    assert judge("Hi Jo,\n\nYou can reach me by email at", "email", logits=False)         # the control
+    assert judge("Hi Jo,\n\nSince March I'm a", "job_title", logits=False)
+    assert not judge("Hi Jo,\n\nIt connects straight to your", "job_title", logits=False)  # not after "your"
+
+
+def test_no_value_where_the_model_is_sure_the_words_go_on(judge, runtime):
+    """Bug caught: "Please let me" + the user's phone or email, "As part" + their name (bench/prose.py:
+    the model gives " know" 0.93 and " of" 1.0 there).  Where the model expects an article, a pronoun
+    or the value itself, or after a comma, the value still goes in."""
+    for text, field in (("Hi Jo,\n\nThe heating is back on. Please let me", "email"),
+                        ("Hi Jo,\n\nThe new booking page goes live on Friday. As part", "name")):
+        assert not judge(text, field), text
+        assert judge(text, field, logits=False), text        # only the model's next word keeps it out
+    assert judge("Hi Jo,\n\nMy email is", "email")
+    assert judge("Hi Jo,\n\nYou can reach me by email at", "email")
+    assert judge("Hi Jo,\n\nFor my CV, see my personal website,", "website")
+    assert 0 < GOES_ON < 1
+
+
+def test_a_value_the_user_began_typing_is_not_inserted_whole(judge):
+    """Bug caught: after "Best regards,\\nJonas Berg\\nSite" the suggestion was " Site Manager" (the
+    word typed twice).  With nothing of it typed, the job title goes on the signature's next line."""
+    assert not judge("Best regards,\nJonas Berg\nSite", "job_title", logits=False)
+    assert not judge("Best regards,\nJonas", "name", logits=False)
+    assert judge("Best regards,\nJonas Berg\n", "job_title", logits=False)
+
+
+def test_a_name_after_a_greeting_or_thanks_on_its_line_is_the_readers(judge):
+    """Bug caught: "Thanks" + " Jonas Berg" and "Thank you" + the user's own name on the same line
+    (bench/prose.py, dev).  A sign-off ("Thanks," or the model breaking the line after "Thanks") still
+    takes the user's name."""
+    for text in ("Hi Sam,\n\nThanks", "Hi Mum,\n\nThank you", "Great work on the launch. Thanks again"):
+        assert not judge(text, "name", logits=False), text
+    assert judge("The boiler is fixed.\n\nThanks,\n", "name", logits=False)
+    assert judge("The boiler is fixed.\n\nThanks", "name", logits=False, line_break=True)
+    assert judge("Hi Sam,\n\nThanks", "email", logits=False)          # only a name is the reader's
+
+
+def test_the_editor_suggests_no_value_inside_ordinary_prose(library):
+    """End to end, the editor's own request: mid-sentence places where the day-one library's values went
+    before (bench/prose.py) get none of them, while "Email me at" still gets the email."""
+    engine, ids = library
+    values = [v for v, _ in PROFILE.values()]
+    settings = Settings()
+    for text in ("Hi Jo,\n\nThe newsletter form is live. It now connects to your mailing list and sends "
+                 "new subscribers a", "Hi Jo,\n\nI can add a pre-order page to the",
+                 "Hi Jo,\n\nThe roof is fixed. Please let me"):
+        out = "".join(p.text for p in engine.stream(settings.suggestion_request(text)))
+        assert not any(v in out for v in values), (text, out)
+    out = "".join(p.text for p in engine.stream(settings.suggestion_request("Hi Jo,\n\nAny questions? Email me at")))
+    assert PROFILE["email"][0] in out
