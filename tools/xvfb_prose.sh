@@ -1,0 +1,26 @@
+#!/bin/bash
+# The editor under Xvfb with Teo's day-one library (bench/data/personas): in the middle of a sentence
+# about a mailing list no value of his is offered; after "Email me at" his email is.
+source "$(dirname "$0")/xvfb_common.sh"
+xvfb_start 96
+export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring
+export CHUNKWISE_PASSPHRASE=xvfb-prose
+.venv/bin/python - <<'PY'
+import json, os
+from chunkwise.core import ChunkStore
+profile = json.load(open("bench/data/personas/profiles.json"))["teo"]
+with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
+    for field, entry in profile.items():
+        s.add_chunk(entry["value"], "pii", entry["contexts"], label=field.replace("_", " "))
+PY
+app_start 40
+window_focus
+xdotool type --delay 50 "Hey Nina,"
+xdotool key Return Return
+xdotool type --delay 50 "The newsletter form is live. It now connects to your mailing list and sends new subscribers a"
+sleep 6
+import -window root docs/img/prose-xvfb-mid-sentence.png
+xdotool type --delay 50 " welcome email. Any questions? Email me at"
+sleep 6
+import -window root docs/img/prose-xvfb-email.png
+xvfb_stop
