@@ -155,9 +155,11 @@ _READER = {"you", "your", "yours", "you're", "you've"}
 _OTHER_ROLES = {"emergency", "recipient", "meeting", "pickup", "pick-up", "drop-off", "dropoff", "destination",
                 "kin", "referee", "guarantor", "payee", "beneficiary", "guest", "attendee", "passenger", "host",
                 "contact", "hr", "dear", "hi", "hello"}
-# A line of the block already filled in ("Account name: Greenway Lettings", "Mobile: +49 ..."): a form
-# being filled, for the writer or anyone, so whose the next line is is left to the probe.
-_FILLED = re.compile(r"^[^:\n]{1,40}:\s*\S", re.MULTILINE)
+# A line of the block already filled in ("Account name: Greenway Lettings", "Mobile: +49 ...", or the
+# value on the line below, "Address:\nLindenstraße 42"): a form being filled, for the writer or anyone,
+# so whose the next line is is left to the probe.  An empty label with another label below it
+# ("Name:\nEmail:\nPhone:") is not filled in.
+_FILLED = re.compile(r"^[^:\n]{1,40}:(?:[ \t]*[^\s]|[ \t]*\n[ \t]*[^\s:][^:\n]*$)", re.MULTILINE)
 
 
 def form_label(text: str) -> bool:

@@ -237,13 +237,15 @@ def test_a_place_named_nearer_than_the_writer_keeps_the_users_address_out(profil
     ("Ship to:", False), ("Plumber:", False), ("Thanks,\nAna\n\nName for the reservation:", False),
     ("Client details\nPhone:", False), ("Hotel address:", False), ("Tom's mobile:", False),
     ("Your email address:", False), ("Emergency contact\nPhone:", False), ("Account name: Greenway\nIBAN:", False),
-    ("Please send the signed copy to this address:", False), ("Hi,\n\nCall me on", False)])
+    ("Please send the signed copy to this address:", False), ("Hi,\n\nCall me on", False),
+    ("Name:\nEmail:\nPhone:", True), ("Address:\nLindenstraße 42\nPhone:", False)])
 def test_form_label_is_a_bare_label_in_a_block_that_names_nobody_else(text, bare):
     """whose.form_label (sentences written for this test).  Bugs caught: a label that names no contact
     field ("Ship to:", someone's role "Plumber:") or a sentence ending in ":" skipping the probe; a
     label under a heading that names someone else ("Client details"), a place or a possessive in the
     label, the reader's ("Your email address:"), someone else's role ("Emergency contact"), or a block
-    with a line filled in already, taken for the writer's own label."""
+    with a line filled in already (on its line or the line below), taken for the writer's own label;
+    and empty labels above ("Name:\nEmail:") read as filled in, so a blank form's last label was not."""
     assert whose.form_label(text) is bare
 
 
