@@ -128,9 +128,9 @@ def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = F
                     end += len(u)
                     taken += 1
                 t.first_right += taken > 0
-                if verbose and any(mask[end:]):           # a chunk shown where the user wrote something else
-                    print(f"   x{text!r} {[c[1:] for c in chunks if c[0] >= end]} not taken after "
-                          f"{email[max(0, pos - 40):pos]!r}")
+                untaken = [c[1:] for c in chunks if c[0] >= end]
+                if verbose and untaken:                   # a chunk shown where the user wrote something else
+                    print(f"   x{text!r} {untaken} not taken after {email[max(0, pos - 40):pos]!r}")
                 if taken:
                     whole = finished and end >= len(text.rstrip())
                     t.keys += 1 if whole else taken

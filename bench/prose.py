@@ -19,7 +19,7 @@ Dev: the 16 sent emails of each persona and the three dev new emails (``split.js
 the three test new emails of each, frozen.  The library is the day-one profile only (the sent
 emails are what Learn would learn from, so a learned store would have seen them).
 
-    python bench/prose.py --split dev -v        # every misplaced value, with the words before it
+    python bench/prose.py --split dev -v        # every value inserted, right or misplaced, with the words before it
 """
 from __future__ import annotations
 
@@ -60,6 +60,12 @@ def first_value(engine: Engine, before: str, settings: Settings) -> tuple[str, s
     return shown, value[0], value[1]
 
 
+def first_word(text: str) -> str:
+    """The first word, lower-cased, without the punctuation around it ("hello@teookafor.dev." -> "hello@teookafor.dev")."""
+    parts = text.split()
+    return parts[0].strip(".,;:!?()\"'").lower() if parts else ""
+
+
 def places(email: str) -> list[int]:
     """Where the typing simulation asks: after each word, once some text is there."""
     ends, pos = [], 0
@@ -90,8 +96,10 @@ def run(split: str, verbose: bool) -> tuple[Counter, Counter, list[list]]:
                     counts["places"] += 1
                     if label is None:
                         continue
-                    if rest.split()[:1] == value.split()[:1]:       # its first word comes next ("Teo" for "Teo Okafor")
+                    if first_word(rest) == first_word(value):       # its first word comes next ("Teo" for "Teo Okafor")
                         counts["right"] += 1
+                        if verbose:
+                            print(f"  right {persona}: {before[-50:]!r} -> {value!r} ({label})", flush=True)
                     else:
                         counts["misplaced"] += 1
                         misplaced_by[label] += 1

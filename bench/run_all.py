@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SCRIPTS = ["first_start.py", "decoding.py", "matching.py", "retrieval.py", "store_load.py", "editor_latency.py",
            "drafting.py",
-           "anchors.py", "distill.py", "personal.py", "entities.py", "prose.py", "cli_profile.py", "slot_reading.py", "keystrokes.py", "soak.py",
+           "anchors.py", "distill.py", "personal.py", "entities.py", "prose.py", "next_word.py", "cli_profile.py", "slot_reading.py", "keystrokes.py", "soak.py",
            "library_update.py", "overhead.py"]
 # Not here: bench/retrieval.py --million (half an hour, most of it building a 1,000,000-context index),
 # whose figures the docs quote with that command and the commit they were run at.

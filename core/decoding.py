@@ -410,9 +410,12 @@ class Decoder:
           it is theirs).  Judged someone else's once, the place stays so for the user's values
           while the model writes only spaces (own_chunks_fit ends it at the first word anyway); a
           snippet sentence is still judged by its own reading there;
-        - not where the user has begun typing the value ("Facilities" -> " Facilities Coordinator"),
-          nor, for a value, where the model (*logits*, this step's) is sure the words go on
-          (:meth:`words_go_on`).
+        - not where the user has begun typing the chunk ("Facilities" -> " Facilities Coordinator",
+          :meth:`begun_by_hand`, any chunk of the user's, learned or not);
+        - for a value (not a learned one, not a snippet sentence): not after a determiner
+          (:meth:`after_determiner`), not the user's name after a greeting on its line
+          (:meth:`reader_named_here`), and not where the model (*logits*, this step's) is sure the
+          words go on (:meth:`words_go_on`).
         """
         if not self.own_chunks_fit() or self.begun_by_hand(proposal):
             return False
@@ -434,16 +437,21 @@ class Decoder:
             return False
         return True
 
+    def field_of(self, proposal: Proposal) -> str | None:
+        """The proposed chunk's typed field (ChunkMatcher.typed_field): None for a mined phrase or an untyped snippet."""
+        return self.matcher.typed_field(proposal.chunk_id) if self.matcher is not None else None
+
     def words_go_on(self, logits: np.ndarray, proposal: Proposal) -> bool:
-        """Right after a word, the model gives its next word at least :data:`GOES_ON`, and that word is
-        neither the start of the value nor one that could stand where a value goes (:data:`STAND_INS`):
-        the phrase is not finished ("Kind" -> " regards").  Not after a comma or a colon, where a value
-        may stand apart ("see my personal website," -> " and" 0.35 or more, bench/entities.py)."""
+        """Right after a letter or digit, the model's most likely next token (a word or a word piece,
+        "Kind" -> "ly") has at least :data:`GOES_ON`, and it is neither the start of the value nor a
+        word that could stand where a value goes (:data:`STAND_INS`): the phrase is not finished
+        ("Kind" -> " regards").  Not after punctuation, where a value may stand apart ("see my
+        personal website," -> " and" 0.35 or more, bench/entities.py)."""
         if not self._text.rstrip(" \t")[-1:].isalnum():
             return False
         top = int(np.argmax(logits))
         word = self.rt.piece(top).decode("utf-8", "replace").strip()
-        if not word.isalpha() or word.lower() in STAND_INS or proposal.text.lstrip().startswith(word):
+        if not word.isalpha() or word.lower() in STAND_INS or proposal.text.lstrip().lower().startswith(word.lower()):
             return False
         return bool(1.0 / np.exp(np.asarray(logits, np.float64) - float(logits[top])).sum() >= GOES_ON)
 
@@ -451,17 +459,13 @@ class Decoder:
         """The user's name where the text greets or thanks someone on this line ("Thanks" + name,
         whose.addresses_reader): the name there is the reader's.  Not where the model would break the
         line first: "Thanks" then the name below it is a sign-off."""
-        field = self.matcher.typed_field(proposal.chunk_id) if self.matcher is not None else None
-        return field == "name" and not self._line_break and whose.addresses_reader(self._text)
+        return self.field_of(proposal) == "name" and not self._line_break and whose.addresses_reader(self._text)
 
     def after_determiner(self, proposal: Proposal) -> bool:
         """The text ends with a determiner (text.last_determiner): no value of the user's goes next,
         but a job title may follow an article ("I'm a", "I'm the")."""
         word = last_determiner(self._text)
-        if word is None:
-            return False
-        field = self.matcher.typed_field(proposal.chunk_id) if self.matcher is not None else None
-        return not (field == "job_title" and word in ARTICLES)
+        return word is not None and not (self.field_of(proposal) == "job_title" and word in ARTICLES)
 
     def begun_by_hand(self, proposal: Proposal) -> bool:
         """The text ends with the first words of the chunk ("...Lindqvist\nFacilities" before
@@ -473,8 +477,7 @@ class Decoder:
         """A phone number, email, web or street address where the words name a place or an
         organisation as its owner ("Hotel address:", "the school website at"): whose.a_places_detail,
         with the chunk's typed field (none for a phrase mined from the user's mail)."""
-        field = self.matcher.typed_field(proposal.chunk_id) if self.matcher is not None else None
-        return whose.a_places_detail(self._text, field, proposal.text)
+        return whose.a_places_detail(self._text, self.field_of(proposal), proposal.text)
 
     def own_chunks_fit(self) -> bool:
         """Whether the text written so far still leads into one of the user's own chunks: no more

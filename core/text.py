@@ -124,7 +124,8 @@ def opens_paragraph(text: str) -> bool:
 
 
 # Words that open a noun phrase: after one, a phone number, an email or a name cannot come next
-# ("...sends new subscribers a", "...a pre-order page to the"), a job title can ("I'm a", "I'm the").
+# ("...sends new subscribers a", "...a pre-order page to the"); after an article, a job title can
+# ("I'm a", "I'm the").
 ARTICLES = frozenset({"a", "an", "the"})
 DETERMINERS = ARTICLES | {"my", "your", "our", "his", "her", "their", "its", "this", "these", "those",
                           "each", "every", "some", "any"}
@@ -135,8 +136,10 @@ def last_determiner(text: str) -> str | None:
 
     >>> last_determiner("sends new subscribers a "), last_determiner("I'm on my"), last_determiner("Ship to the.")
     ('a', 'my', None)
+    >>> last_determiner("Ship to the\\n")     # a line ended after it
+
     """
-    m = re.search(r"(?:^|\s)([^\W\d_]+)[ \t]*$", text)
+    m = re.search(r"(?:^|\s)([^\W\d_]+)[ \t]*\Z", text)
     word = m.group(1).lower() if m else None
     return word if word in DETERMINERS else None
 

@@ -194,7 +194,7 @@ def form_label(text: str) -> bool:
 # A name straight after a greeting or a thanks, on the same line, is the reader's ("Thanks Sam",
 # "Hi Priya", "Thank you"): the user's own name comes after a sign-off's line break instead.
 _ADDRESSING = re.compile(r"(?:^|[^\w'])(?:thanks|thank(?: you)?|thx|hi|hello|hey|dear|welcome|congrats|"
-                         r"congratulations)(?: (?:again|so much|a lot|in advance))?[ \t]*$", re.IGNORECASE)
+                         r"congratulations)(?: (?:again|so much|a lot|in advance))?[ \t]*\Z", re.IGNORECASE)
 
 
 def addresses_reader(text: str) -> bool:
@@ -202,6 +202,8 @@ def addresses_reader(text: str) -> bool:
 
     >>> addresses_reader("Hi Mum,\\n\\nThank you"), addresses_reader("Thanks in advance"), addresses_reader("Thanks,\\n")
     (True, True, False)
+    >>> addresses_reader("Thanks\\n")      # a sign-off: the name goes on the next line
+    False
     """
     return bool(_ADDRESSING.search(text))
 

@@ -1,6 +1,7 @@
 #!/bin/bash
-# The editor under Xvfb with Teo's day-one library (bench/data/personas): in the middle of a sentence
-# about a mailing list no value of his is offered; after "Email me at" his email is.
+# The editor under Xvfb with Teo's day-one library (bench/data/personas): after "...sends new subscribers a"
+# (a place that got his email before the prose gates) no value of his is offered; after "Email me at" his
+# email is.  Other places of the same sentence still get it (bench/out/prose-dev.txt).
 source "$(dirname "$0")/xvfb_common.sh"
 xvfb_start 96
 export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring
