@@ -1,0 +1,27 @@
+#!/bin/bash
+# The editor under Xvfb with Mara's day-one library: "Thanks" mid-line gets no name of hers (the reader is
+# thanked); after Enter, the sign-off's next line gets her name (whose.addresses_reader).
+source "$(dirname "$0")/xvfb_common.sh"
+xvfb_start 95
+export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring
+export CHUNKWISE_PASSPHRASE=xvfb-signoff
+.venv/bin/python - <<'PY'
+import json, os
+from chunkwise.core import ChunkStore
+profile = json.load(open("bench/data/personas/profiles.json"))["mara"]
+with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
+    for field, entry in profile.items():
+        s.add_chunk(entry["value"], "pii", entry["contexts"], label=field.replace("_", " "))
+PY
+app_start 40
+window_focus
+xdotool type --delay 50 "Hi Sam,"
+xdotool key Return Return
+xdotool type --delay 50 "The boiler is fixed. Thanks"
+sleep 6
+import -window root docs/img/signoff-xvfb-thanks.png
+xdotool key Escape
+xdotool key Return
+sleep 6
+import -window root docs/img/signoff-xvfb-enter.png
+xvfb_stop
