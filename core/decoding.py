@@ -331,6 +331,10 @@ class Decoder:
     def propose(self, state: _State) -> Proposal | None:
         if not self._chunks_on or (self.s.first_rank is not None and not self._text[self._prompt_chars:].strip()):
             return None                   # an alternative: the model's own words first, then chunks may come
+        rest = self.rest_of_value()
+        if rest is not None:
+            self._line_break = False
+            return rest
         # With drafting, weaker matches are worth scoring too: they become drafts.
         greedy = not self.s.sample_acceptance and self.drafter is None
         if self.knn is not None and not state.mixed:
@@ -440,6 +444,24 @@ class Decoder:
     def field_of(self, proposal: Proposal) -> str | None:
         """The proposed chunk's typed field (ChunkMatcher.typed_field): None for a mined phrase or an untyped snippet."""
         return self.matcher.typed_field(proposal.chunk_id) if self.matcher is not None else None
+
+    def rest_of_value(self) -> Proposal | None:
+        """At the cursor, where the user has begun typing one of their values ("+44 20"), the rest of it
+        (ChunkMatcher.value_begun), unless the words before it name someone else ("her number is +44 20").
+        The user's own typing is the evidence, so no gate of :meth:`fits_here` is asked."""
+        if self.matcher is None or self._text[self._prompt_chars:]:
+            return None
+        found = self.matcher.value_begun(self._text, self._used_chunks)
+        if found is None:
+            return None
+        chunk_id, rest = found
+        info = self.matcher.chunk_info(chunk_id)
+        typed = len(info["text"].strip()) - len(rest)                 # characters of it the user typed
+        if whose.person_cue(self._text[: len(self._text) - typed]) == whose.OTHERS:
+            return None
+        return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=rest,
+                        tokens=tuple(self.rt.tokenize(rest, add_special=False)), match=1.0, score=1.0, q=1.0,
+                        rest_of=True)
 
     def words_go_on(self, logits: np.ndarray, proposal: Proposal) -> bool:
         """Right after a letter or digit, the model's most likely next token (a word or a word piece,
@@ -625,6 +647,8 @@ class Decoder:
 
     def _continuation_tokens(self, proposal: Proposal) -> list[int]:
         """Tokenize the chunk after the actual text, so BPE joins it as it would here."""
+        if proposal.rest_of:                    # the rest of a value begun by hand: exactly its own characters
+            return list(proposal.tokens)
         if self._text[-1:] in (" ", "\t"):     # the text already ends in a space: no second one before the chunk
             return self.rt.tokenize(proposal.text.lstrip(" "), add_special=False) or list(proposal.tokens)
         if self._line_break and not proposal.text.startswith("\n"):

@@ -71,6 +71,7 @@ TYPE_POWER = 1.064       # (1 - TYPE_FLOOR) * 0.3 ** TYPE_POWER = 0.25
 # user's own 49 / 49 / 49 / 49 / 49 / 48 of 60), then through the editor's request (bench/entities.py:
 # 16 -> 9 of 100, own 47 of 60 kept); bench/personal.py dev unchanged.  docs/benchmarks.md.
 OWN_OVER_OTHERS = 2.5
+VALUE_BEGUN_CHARS = 4     # characters of a value typed (spaces aside) before its rest is offered
 AVOID_WORDS = 6          # the last words before a place compared with where the user dismissed a chunk
 AVOID_OVERLAP = 0.5      # ... and the share of them in common (Jaccard) that counts as the same place
 
@@ -115,6 +116,7 @@ class Proposal:
     score: float        # the match on the calibrated 0..1 scale
     q: float            # acceptance probability (appendix D.4)
     learned: bool = False   # the user typed this value after these very words (learned_proposal)
+    rest_of: bool = False   # the rest of a value the user has begun typing (ChunkMatcher.value_begun)
     # The slot classifier's reading that someone else's detail comes here; only the typed route
     # (typed_proposal) reads it, so None on every other proposal.
     someone_elses: float | None = None
@@ -455,6 +457,32 @@ class ChunkMatcher(MatchingState):
                 continue
             return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
                             tokens=self._tokens[label], match=1.0, score=1.0, q=1.0, learned=True)
+        return None
+
+    def value_begun(self, text: str, exclude: Iterable[int] = ()) -> tuple[int, str] | None:
+        """(chunk id, the rest of its value) where the text ends with the start of one of the user's
+        values, typed with something no word has (a digit, "@", "+", "/", "."): "+44 20" -> " 7946 0321",
+        "hello@" -> "teookafor.dev".  Letters alone ("Mara", "Product") are words the user writes for
+        other reasons, so they are not completed; nor is a start that is part of a longer word.
+
+        >>> m.value_begun("Call me on +44 20")                          # doctest: +SKIP
+        (3, ' 7946 0321')
+        """
+        skip = set(exclude)
+        for chunk_id, info in self._chunks.items():
+            if chunk_id in skip or info["kind"] in REPEATABLE_KINDS:
+                continue
+            value = info["text"].strip()
+            for n in range(len(value) - 1, 0, -1):
+                head = value[:n]
+                if len(head.replace(" ", "")) < VALUE_BEGUN_CHARS:
+                    break
+                start = len(text) - n
+                if not text.endswith(head) or start > 0 and text[start - 1].isalnum():
+                    continue
+                if all(c.isalpha() or c.isspace() for c in head):
+                    break
+                return chunk_id, value[n:]
         return None
 
     def typed_proposal(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,

@@ -141,3 +141,32 @@ def test_the_editor_suggests_no_value_inside_ordinary_prose(library):
         assert not any(v in out for v in values), (text, out)
     out = "".join(p.text for p in engine.stream(settings.suggestion_request("Hi Jo,\n\nAny questions? Email me at")))
     assert PROFILE["email"][0] in out
+
+
+@pytest.fixture
+def phone_library(runtime):
+    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+    engine.store.add_chunk("+47 912 34 567", "pii", ["My number is", "Call me on"], label="phone")
+    engine.store.add_chunk("jonas.berg@example.org", "pii", ["My email is", "Email me at"], label="email")
+    engine.store.add_chunk("Jonas Berg", "pii", ["My name is", "Best regards,"], label="name")
+    engine.refresh()
+    yield engine
+    engine.store.close()
+    runtime.reset()
+
+
+def test_the_rest_of_a_value_the_user_began_typing_comes_as_one_chunk(phone_library):
+    """Decoder.rest_of_value.  Bugs caught: a value begun by hand ("+47 912", "jonas.berg@") left to the
+    model, which makes up the rest (or, before begun_by_hand, the whole value inserted again); the rest
+    joined with a space ("jonas.berg@ example.org"); someone else's number completed with the user's;
+    a word the user writes anyway ("Jonas", "Mar") taken for the start of a value."""
+    engine, settings = phone_library, Settings()
+
+    def pieces(text: str) -> list:
+        return [(p.text, p.source) for p in engine.stream(settings.suggestion_request(text))]
+
+    assert pieces("Hi Sam,\n\nCall me on +47 912")[0] == (" 34 567", "chunk")
+    assert pieces("Hi Sam,\n\nWrite to jonas.berg@")[0] == ("example.org", "chunk")
+    assert all(src != "chunk" for _t, src in pieces("Hi Sam,\n\nHer number is +47 912"))
+    assert all(src != "chunk" for _t, src in pieces("Hi Sam,\n\nI met Jonas"))
+    assert all(src != "chunk" for _t, src in pieces("Hi Sam,\n\nSee you in Mar"))
