@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -72,6 +73,9 @@ TYPE_POWER = 1.064       # (1 - TYPE_FLOOR) * 0.3 ** TYPE_POWER = 0.25
 # 16 -> 9 of 100, own 47 of 60 kept); bench/personal.py dev unchanged.  docs/benchmarks.md.
 OWN_OVER_OTHERS = 2.5
 VALUE_BEGUN_CHARS = 4     # characters of a value typed (spaces aside) before its rest is offered
+# What a value's start has and a word does not: a digit, "@", "+", "/", "#", "_", or a dot inside a word
+# ("mara.lind").  Not a comma, a dash or a full stop after a word: "Thanks," begins a snippet and a sentence alike.
+_VALUE_SIGN = re.compile(r"[\d@+/#_]|\S\.\S")
 AVOID_WORDS = 6          # the last words before a place compared with where the user dismissed a chunk
 AVOID_OVERLAP = 0.5      # ... and the share of them in common (Jaccard) that counts as the same place
 
@@ -461,9 +465,9 @@ class ChunkMatcher(MatchingState):
 
     def value_begun(self, text: str, exclude: Iterable[int] = ()) -> tuple[int, str] | None:
         """(chunk id, the rest of its value) where the text ends with the start of one of the user's
-        values, typed with something no word has (a digit, "@", "+", "/", "."): "+44 20" -> " 7946 0321",
-        "hello@" -> "teookafor.dev".  Letters alone ("Mara", "Product") are words the user writes for
-        other reasons, so they are not completed; nor is a start that is part of a longer word.
+        values, typed with something no word has (:data:`_VALUE_SIGN`): "+44 20" -> " 7946 0321",
+        "hello@" -> "teookafor.dev".  Words alone ("Mara", "Product", "Thanks,") are what the user
+        writes for other reasons, so they are not completed; nor is a start that is part of a longer word.
 
         >>> m.value_begun("Call me on +44 20")                          # doctest: +SKIP
         (3, ' 7946 0321')
@@ -480,7 +484,7 @@ class ChunkMatcher(MatchingState):
                 start = len(text) - n
                 if not text.endswith(head) or start > 0 and text[start - 1].isalnum():
                     continue
-                if all(c.isalpha() or c.isspace() for c in head):
+                if not _VALUE_SIGN.search(head):
                     break
                 return chunk_id, value[n:]
         return None

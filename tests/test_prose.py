@@ -170,3 +170,20 @@ def test_the_rest_of_a_value_the_user_began_typing_comes_as_one_chunk(phone_libr
     assert all(src != "chunk" for _t, src in pieces("Hi Sam,\n\nHer number is +47 912"))
     assert all(src != "chunk" for _t, src in pieces("Hi Sam,\n\nI met Jonas"))
     assert all(src != "chunk" for _t, src in pieces("Hi Sam,\n\nSee you in Mar"))
+
+
+def test_a_sentence_snippet_is_not_completed_from_its_first_words(runtime):
+    """ChunkMatcher.value_begun.  Bug caught: punctuation counted as a value's sign, so "Thanks," (a
+    sign-off) got the rest of a snippet that starts with it; a dot inside a word ("jonas.b") does count."""
+    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+    snippet = engine.store.add_chunk("Thanks, and let me know if anything is unclear.", "snippet",
+                                     ["Closing line"], label="closing line")
+    email = engine.store.add_chunk("jonas.berg@example.org", "pii", ["My email is"], label="email")
+    engine.refresh()
+    try:
+        assert engine.matcher.value_begun("The boiler is fixed.\n\nThanks,") is None
+        assert engine.matcher.value_begun("Write to jonas.b") == (email, "erg@example.org")
+        assert snippet != email
+    finally:
+        engine.store.close()
+        runtime.reset()
