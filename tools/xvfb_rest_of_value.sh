@@ -1,0 +1,23 @@
+#!/bin/bash
+# The editor under Xvfb with Teo's day-one library (bench/data/personas): after "Call me on +44 7700",
+# typed by hand, the rest of his number comes as one highlighted chunk (Decoder.rest_of_value).
+source "$(dirname "$0")/xvfb_common.sh"
+xvfb_start 94
+export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring
+export CHUNKWISE_PASSPHRASE=xvfb-rest
+.venv/bin/python - <<'PY'
+import json, os
+from chunkwise.core import ChunkStore
+profile = json.load(open("bench/data/personas/profiles.json"))["teo"]
+with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
+    for field, entry in profile.items():
+        s.add_chunk(entry["value"], "pii", entry["contexts"], label=field.replace("_", " "))
+PY
+app_start 40
+window_focus
+xdotool type --delay 50 "Hey Nina,"
+xdotool key Return Return
+xdotool type --delay 50 "Happy to talk it through. Call me on +44 7700"
+sleep 6
+import -window root docs/img/rest-of-value-xvfb.png
+xvfb_stop
