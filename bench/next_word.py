@@ -36,8 +36,7 @@ def _recording(self, logits, proposal) -> bool:
     finally:
         decoding.GOES_ON = bar
     top = int(np.argmax(logits))
-    p = float(1.0 / np.exp(np.asarray(logits, np.float64) - float(logits[top])).sum())
-    _seen.append((eligible, p, self.rt.piece(top).decode("utf-8", "replace")))
+    _seen.append((eligible, decoding.token_probability(logits, top), self.rt.piece(top).decode("utf-8", "replace")))
     return False
 
 
@@ -46,30 +45,13 @@ _original = decoding.Decoder.words_go_on
 
 def prose_places() -> list[tuple[str, tuple | None, str]]:
     """(outcome, what the gate saw at the inserted value, the words before) at each prose place with a value."""
-    import tempfile
-
-    from chunkwise.core import ChunkStore, Engine
-    from chunkwise.core.settings import Settings
-
-    rows, runtime, settings = [], None, Settings()
-    with tempfile.TemporaryDirectory() as tmp:
-        for persona in ("mara", "teo"):
-            engine = Engine(store=ChunkStore(Path(tmp) / f"{persona}.db"), n_threads=2, runtime=runtime)
-            runtime = engine.runtime
-            prose.persona_profile(engine.store, persona)
-            engine.refresh()
-            engine.threshold = settings.threshold
-            for email in prose.texts(persona, "dev"):
-                for pos in prose.places(email):
-                    _seen.clear()
-                    _shown, label, value = prose.first_value(engine, email[:pos], settings)
-                    if label is not None:
-                        right = prose.first_word(email[pos:]) == prose.first_word(value)
-                        rows.append(("right" if right else "misplaced", _seen[-1] if _seen else None,
-                                     email[max(0, pos - 40):pos]))
-            engine.store.close()
-    if runtime is not None:
-        runtime.close()
+    rows = []
+    _seen.clear()
+    for _persona, email, pos, label, value in prose.asked("dev"):
+        if label is not None:
+            rows.append(("right" if prose.right_here(email, pos, value) else "misplaced",
+                         _seen[-1] if _seen else None, email[max(0, pos - 40):pos]))
+        _seen.clear()                                  # the next place's step starts afresh
     return rows
 
 

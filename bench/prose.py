@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from typing import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -76,11 +77,12 @@ def places(email: str) -> list[int]:
     return ends
 
 
-def run(split: str, verbose: bool) -> tuple[Counter, Counter, list[list]]:
+def asked(split: str) -> Iterator[tuple[str, str, int, str | None, str]]:
+    """(persona, email, place, label of the value inserted there or None, that value) at every place of
+    *split*, each persona with their day-one library, the editor's request."""
     import tempfile
 
-    totals, misplaced_by, rows, runtime = Counter(), Counter(), [], None
-    settings = Settings()
+    runtime, settings = None, Settings()
     with tempfile.TemporaryDirectory() as tmp:
         for persona in ("mara", "teo"):
             engine = Engine(store=ChunkStore(Path(tmp) / f"{persona}.db"), n_threads=2, runtime=runtime)
@@ -88,31 +90,38 @@ def run(split: str, verbose: bool) -> tuple[Counter, Counter, list[list]]:
             persona_profile(engine.store, persona)
             engine.refresh()
             engine.threshold = settings.threshold
-            counts = Counter()
             for email in texts(persona, split):
                 for pos in places(email):
-                    before, rest = email[:pos], email[pos:]
-                    shown, label, value = first_value(engine, before, settings)
-                    counts["places"] += 1
-                    if label is None:
-                        continue
-                    if first_word(rest) == first_word(value):       # its first word comes next ("Teo" for "Teo Okafor")
-                        counts["right"] += 1
-                        if verbose:
-                            print(f"  right {persona}: {before[-50:]!r} -> {value!r} ({label})", flush=True)
-                    else:
-                        counts["misplaced"] += 1
-                        misplaced_by[label] += 1
-                        if verbose:
-                            print(f"  {persona}: {before[-50:]!r} -> {value!r} ({label})", flush=True)
+                    _shown, label, value = first_value(engine, email[:pos], settings)
+                    yield persona, email, pos, label, value
             engine.store.close()
-            rows.append([persona, counts["places"], counts["right"],
-                         f"{counts['misplaced']} ({100 * counts['misplaced'] / max(counts['places'], 1):.1f}%)"])
-            totals += counts
     if runtime is not None:
         runtime.close()
-    rows.append(["all", totals["places"], totals["right"],
-                 f"{totals['misplaced']} ({100 * totals['misplaced'] / max(totals['places'], 1):.1f}%)"])
+
+
+def right_here(email: str, pos: int, value: str) -> bool:
+    """The value's first word is the email's next ("Teo" for "Teo Okafor")."""
+    return first_word(email[pos:]) == first_word(value)
+
+
+def run(split: str, verbose: bool) -> tuple[Counter, Counter, list[list]]:
+    counts = {p: Counter() for p in ("mara", "teo")}
+    misplaced_by = Counter()
+    for persona, email, pos, label, value in asked(split):
+        counts[persona]["places"] += 1
+        if label is None:
+            continue
+        right = right_here(email, pos, value)
+        counts[persona]["right" if right else "misplaced"] += 1
+        if not right:
+            misplaced_by[label] += 1
+        if verbose:
+            print(f"  {'right ' if right else ''}{persona}: {email[max(0, pos - 50):pos]!r} -> {value!r} ({label})",
+                  flush=True)
+    share = lambda c: f"{c['misplaced']} ({100 * c['misplaced'] / max(c['places'], 1):.1f}%)"
+    totals = counts["mara"] + counts["teo"]
+    rows = [[p, c["places"], c["right"], share(c)] for p, c in counts.items()]
+    rows.append(["all", totals["places"], totals["right"], share(totals)])
     return totals, misplaced_by, rows
 
 

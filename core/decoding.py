@@ -50,6 +50,16 @@ GOES_ON = 0.35
 STAND_INS = DETERMINERS | frozenset("that me us him them you it i we he she they here there".split())
 
 
+def token_probability(logits: np.ndarray, token: int) -> float:
+    """The probability the logits (V,) give *token*, softmax in float64.
+
+    >>> round(token_probability(np.log(np.array([0.2, 0.8], np.float32)), 1), 3)
+    0.8
+    """
+    logits = np.asarray(logits, np.float64)
+    return float(1.0 / np.exp(logits - logits[token]).sum())
+
+
 @dataclass(frozen=True)
 class Piece:
     """A piece of generated text and where it came from.
@@ -378,9 +388,7 @@ class Decoder:
             return False
         if ends_sentence(written):
             return True
-        logits = np.asarray(self.next_logits(state.logits, state.hidden, state.mixed), np.float64)  # (V,)
-        p = 1.0 / np.exp(logits - logits[token]).sum()      # the chosen token's probability
-        return bool(p < self.s.natural_end)
+        return token_probability(self.next_logits(state.logits, state.hidden, state.mixed), token) < self.s.natural_end
 
     def glues_to_value(self, piece: Piece) -> bool:
         """Model text right after one of the user's values that would run on into it: not a space or
@@ -475,7 +483,7 @@ class Decoder:
         word = self.rt.piece(top).decode("utf-8", "replace").strip()
         if not word.isalpha() or word.lower() in STAND_INS or proposal.text.lstrip().lower().startswith(word.lower()):
             return False
-        return bool(1.0 / np.exp(np.asarray(logits, np.float64) - float(logits[top])).sum() >= GOES_ON)
+        return token_probability(logits, top) >= GOES_ON
 
     def reader_named_here(self, proposal: Proposal) -> bool:
         """The user's name where the text greets or thanks someone on this line ("Thanks" + name,

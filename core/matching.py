@@ -473,10 +473,9 @@ class ChunkMatcher(MatchingState):
         (3, ' 7946 0321')
         """
         skip = set(exclude)
-        for chunk_id, info in self._chunks.items():
-            if chunk_id in skip or info["kind"] in REPEATABLE_KINDS:
+        for chunk_id, value in self._own.items():        # the user's own chunks only: a learned store has thousands more
+            if chunk_id in skip:
                 continue
-            value = info["text"].strip()
             for n in range(len(value) - 1, 0, -1):
                 head = value[:n]
                 if len(head.replace(" ", "")) < VALUE_BEGUN_CHARS:

@@ -55,6 +55,7 @@ class MatchingState:
         self._is_self = np.empty(0, dtype=bool)          # row -> self-distilled chunk, live or not
         self._learned = np.empty(0, dtype=bool)          # row -> a context learned from what the user typed
         self._chunks: dict[int, dict] = {}               # chunk id -> kind, label, text, words
+        self._own: dict[int, str] = {}                   # chunk id -> value, of the user's own chunks (not mined)
         self._avoid: dict[int, list[set[str]]] = {}      # chunk id -> last words before each dismissed place
         self._chunk_phrases: dict[int, list[tuple[str, int]]] = {}   # chunk id -> its learned phrases, labels
         self._type_of: dict[int, tuple[np.ndarray, int]] = {}        # typed chunk id -> (type row, a label)
@@ -108,7 +109,7 @@ class MatchingState:
         gone = self._retire(ids, keep=kept)
         fresh = [r for r in rows if r.label not in kept]
         for cid in ids:
-            for d in (self._chunks, self._avoid, self._chunk_phrases, self._type_of):
+            for d in (self._chunks, self._own, self._avoid, self._chunk_phrases, self._type_of):
                 d.pop(cid, None)
         keys = self.stats.transform(store.encoding_vectors([r.label for r in fresh], "vector")) if fresh else None
         if fresh:
@@ -197,6 +198,8 @@ class MatchingState:
                 self._chunk_phrases[chunk.id] = learned
             bag = m.chunk_words((c.text for c in chunk.contexts), chunk.label)
             self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag}
+            if chunk.kind not in m.REPEATABLE_KINDS:
+                self._own[chunk.id] = chunk.text.strip()
         self._phrases = self._phrase_map()
         self._type_chunks(store, rows, context_text)
 

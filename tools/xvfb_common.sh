@@ -12,6 +12,17 @@ xvfb_start() {          # $1: display number. Sets DISPLAY, XPID, T (the data fo
     cd "$(dirname "${BASH_SOURCE[0]}")/.."
 }
 
+seed_persona() {        # $1: a persona of bench/data/personas; their day-one library goes into the private store.
+    .venv/bin/python - "$1" <<'PY'
+import json, os, sys
+from chunkwise.core import ChunkStore
+profile = json.load(open("bench/data/personas/profiles.json"))[sys.argv[1]]
+with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
+    for field, entry in profile.items():
+        s.add_chunk(entry["value"], "pii", entry["contexts"], label=field.replace("_", " "))
+PY
+}
+
 app_start() {           # $1: seconds to wait for the window (model loading). Sets APP.
     .venv/bin/python main.py > $T/app.log 2>&1 &
     APP=$!

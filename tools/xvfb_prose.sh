@@ -6,14 +6,7 @@ source "$(dirname "$0")/xvfb_common.sh"
 xvfb_start 96
 export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring
 export CHUNKWISE_PASSPHRASE=xvfb-prose
-.venv/bin/python - <<'PY'
-import json, os
-from chunkwise.core import ChunkStore
-profile = json.load(open("bench/data/personas/profiles.json"))["teo"]
-with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
-    for field, entry in profile.items():
-        s.add_chunk(entry["value"], "pii", entry["contexts"], label=field.replace("_", " "))
-PY
+seed_persona teo
 app_start 40
 window_focus
 xdotool type --delay 50 "Hey Nina,"

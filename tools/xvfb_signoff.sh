@@ -5,14 +5,7 @@ source "$(dirname "$0")/xvfb_common.sh"
 xvfb_start 95
 export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring
 export CHUNKWISE_PASSPHRASE=xvfb-signoff
-.venv/bin/python - <<'PY'
-import json, os
-from chunkwise.core import ChunkStore
-profile = json.load(open("bench/data/personas/profiles.json"))["mara"]
-with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
-    for field, entry in profile.items():
-        s.add_chunk(entry["value"], "pii", entry["contexts"], label=field.replace("_", " "))
-PY
+seed_persona mara
 app_start 40
 window_focus
 xdotool type --delay 50 "Hi Sam,"
