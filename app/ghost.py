@@ -49,6 +49,8 @@ class GhostTextEdit(QPlainTextEdit):
     interrupted = Signal()         # the suggestion was dropped and the text did not change: cancel generation
     tab_waiting = Signal()         # Tab with no suggestion on screen yet (a body never gets a tab character)
     edited = Signal()              # the user changed the text (not by accepting ghost text): cancel and re-arm
+    typed_over = Signal(int, str)  # a character typed where the suggestion's next text was a chunk: its id, and
+                                   # the text before it (the window leaves it out for the rest of the sentence)
 
     def __init__(self, parent=None, single_line: bool = False):
         self.last_dismissed: list[Piece] = []
@@ -272,6 +274,9 @@ class GhostTextEdit(QPlainTextEdit):
                 self.viewport().update()
                 return
             if key not in (Qt.Key_Shift, Qt.Key_Control, Qt.Key_Alt, Qt.Key_Meta):
+                first = self.pieces[0]
+                if typed and typed.isprintable() and first.from_chunk:
+                    self.typed_over.emit(first.chunk_id, self.text_before_cursor())
                 self.clear_ghost()
                 self._handle(lambda: super(GhostTextEdit, self).keyPressEvent(event))
                 return

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QDialog, QFileDialog, QFormLayout, QLabel, QLineE
                                QProgressBar, QPushButton, QVBoxLayout, QWidget)
 
 from chunkwise.core import GenerationRequest, Piece
+from chunkwise.core.feedback import PassedOver
 
 from .alternatives import Alternatives, trim_start
 from .autosave import AutosaveFile
@@ -153,7 +154,10 @@ class ComposeWindow(QMainWindow, EmailActions):
         layout.addLayout(form)
         layout.addWidget(self.body_edit, 1)
         self.setCentralWidget(central)
+        # Per editor, the chunks the user typed over in the sentence being written: not suggested again in it.
+        self.passed_over = {self.body_edit: PassedOver(), self.subject_edit: PassedOver()}
         for editor in (self.body_edit, self.subject_edit):
+            editor.typed_over.connect(self.passed_over[editor].add)
             editor.edited.connect(lambda e=editor: self._on_edited(e))
             editor.interrupted.connect(self.cancel_suggestion)
             editor.dismissed.connect(lambda e=editor: self._on_dismissed(e))
@@ -434,7 +438,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.current_editor = editor
         editor.start_ghost()
         self._request_place = (editor, editor.anchor)    # the place the request, and its alternatives, are for
-        request = self.settings.suggestion_request(prompt, stop)
+        request = self.settings.suggestion_request(prompt, stop, leave_out=self.passed_over[editor].here(before))
         self._in_flight = self.current_id
         self._last_request = request
         self.request_generation.emit(self.current_id, request)

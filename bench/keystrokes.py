@@ -10,13 +10,16 @@ user of the editor would:
 * the user takes the part of it that matches what they were going to write: Tab if all of it
   matches (1 key), else Ctrl+Right once per matching word; after a Tab, the next suggestion
   follows at once; otherwise they type the next word, one key per character;
+* a chunk the user typed over is left out for the rest of its sentence, as the editor does;
 * generation is stopped as soon as the suggestion leaves the text (nothing after that point
   could be accepted), so a run costs what the user would have waited for.
 
 Printed per configuration: keystroke savings (1 - keys / characters), the share of shown
 suggestions whose first word is right, the share of accepted characters that came from chunks,
-chunks inserted per email, and first-token latency (request to first piece; the KV cache holds
-the previous request's prompt, as in the editor).
+chunks inserted per email, first-token latency (request to first piece; the KV cache holds
+the previous request's prompt, as in the editor), and chunks typed over: suggestions whose next
+text, where the user typed on, was a chunk (the editor then leaves that chunk out for the rest of
+the sentence, core/feedback.py PassedOver; --forget-typed-over asks afresh at every pause).
 
 Configurations:
   no store         chunks off, nothing learned
@@ -47,6 +50,7 @@ import numpy as np  # noqa: E402
 
 from bench.common import OUT, machine, save_plot, table  # noqa: E402
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
+from chunkwise.core.feedback import PassedOver  # noqa: E402
 from chunkwise.core.settings import Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,10 +73,11 @@ class Tally:
     accepted: int = 0
     from_chunks: int = 0
     chunks: int = 0
+    typed_over: int = 0        # suggestions the user typed on over where their next text was a chunk
     latencies: list = field(default_factory=list)
 
     def add(self, other: "Tally") -> None:
-        for name in ("chars", "keys", "shown", "first_right", "accepted", "from_chunks", "chunks"):
+        for name in ("chars", "keys", "shown", "first_right", "accepted", "from_chunks", "chunks", "typed_over"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.latencies += other.latencies
 
@@ -81,13 +86,14 @@ class Tally:
         return [name, f"{100 * (1 - self.keys / max(self.chars, 1)):.1f}%",
                 f"{100 * self.first_right / max(self.shown, 1):.0f}% of {self.shown}",
                 f"{100 * self.from_chunks / max(self.accepted, 1):.0f}%", f"{self.chunks / max(emails, 1):.1f}",
-                f"{np.percentile(lat, 50):.0f} / {np.percentile(lat, 90):.0f}"]
+                f"{np.percentile(lat, 50):.0f} / {np.percentile(lat, 90):.0f}", str(self.typed_over)]
 
 
-def suggest(engine: Engine, before: str, rest: str, settings: Settings):
-    """One suggestion at *before*, generated until it leaves *rest*: (text, chunk char mask, latency, finished)."""
+def suggest(engine: Engine, before: str, rest: str, settings: Settings, leave_out=()):
+    """One suggestion at *before*, generated until it leaves *rest*: (text, the chunk id of each character
+    or None, latency, finished, chunks).  *leave_out*: chunks typed over in this sentence, as the editor sends."""
     prompt, lifted = body_prompt(before)
-    request = settings.suggestion_request(prompt)     # the editor's own request
+    request = settings.suggestion_request(prompt, leave_out=leave_out)     # the editor's own request
     diverged = False
     t0 = time.perf_counter()
     generation = engine.stream(request, cancelled=lambda: diverged)
@@ -101,20 +107,24 @@ def suggest(engine: Engine, before: str, rest: str, settings: Settings):
         if before.endswith("\n") and not text:
             piece_text = piece_text.lstrip("\n")     # the editor drops them at the start of a line (_on_piece)
         text += piece_text
-        mask += [piece.source == "chunk"] * len(piece_text)
+        mask += [piece.chunk_id if piece.source == "chunk" else None] * len(piece_text)
         if piece.source == "chunk":
             chunks.append((len(text) - len(piece_text), piece.kind, piece.label, piece.match))
         diverged = not rest.startswith(text)
     return text, mask, latency, not diverged, chunks     # chunks: (start, kind, label, match) of each inserted
 
 
-def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = False) -> Tally:
+def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = False, remember: bool = True) -> Tally:
+    """Type *email* as the editor's user would; *remember*: leave chunks typed over out for the rest of
+    their sentence, as the editor does (False: as it did before, every pause asked afresh)."""
     t = Tally(chars=len(email))
     pos, ask = 0, True
+    passed_over = PassedOver()          # as the editor keeps it (app/window.py): chunks typed over in this sentence
     while pos < len(email):
         rest = email[pos:]
         if ask and email[:pos].strip():
-            text, mask, latency, finished, chunks = suggest(engine, email[:pos], rest, settings)
+            text, mask, latency, finished, chunks = suggest(engine, email[:pos], rest, settings,
+                                                            passed_over.here(email[:pos]) if remember else ())
             if latency is not None:
                 t.latencies.append(latency)
             if text.strip():
@@ -128,6 +138,10 @@ def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = F
                     end += len(u)
                     taken += 1
                 t.first_right += taken > 0
+                if common < len(text.rstrip()) and mask[common] is not None:
+                    # the user types on where the suggestion's next text is a chunk: typed over (app/ghost.py)
+                    passed_over.add(mask[common], email[:pos] + text[:common])
+                    t.typed_over += 1
                 untaken = [c[1:] for c in chunks if c[0] >= end]
                 if verbose and untaken:                   # a chunk shown where the user wrote something else
                     print(f"   x{text!r} {untaken} not taken after {email[max(0, pos - 40):pos]!r}")
@@ -135,7 +149,7 @@ def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = F
                     whole = finished and end >= len(text.rstrip())
                     t.keys += 1 if whole else taken
                     t.accepted += end
-                    t.from_chunks += sum(mask[:end])
+                    t.from_chunks += sum(m is not None for m in mask[:end])
                     t.chunks += sum(1 for start, *_ in chunks if start < end)
                     if verbose:
                         print(f"   +{email[pos:pos + end]!r}{' [chunk]' if any(mask[:end]) else ''}")
@@ -191,9 +205,10 @@ OPTIONAL_CONFIGS = {
 
 
 def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
-        threshold: float | None = None, **overrides) -> dict[str, tuple[Tally, int]]:
+        threshold: float | None = None, remember: bool = True, **overrides) -> dict[str, tuple[Tally, int]]:
     """Each configuration over both personas' emails of *split*; stores are learned once into *tmp*.
-    *overrides* change Settings fields for every configuration (``natural_end=False``)."""
+    *overrides* change Settings fields for every configuration (``natural_end=False``); *remember*: see
+    :func:`type_email`."""
     results = {}
     runtime = None
     for name, (learn, changes) in configs.items():
@@ -211,7 +226,7 @@ def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
             for email in emails(persona, split):
                 if verbose:
                     print(f"-- {name} / {persona}: {email[:40]!r}")
-                total.add(type_email(engine, email, settings, verbose))
+                total.add(type_email(engine, email, settings, verbose, remember))
                 n += 1
             engine.store.close()
         results[name] = (total, n)
@@ -222,7 +237,7 @@ def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
 
 
 HEADERS = ["configuration", "keystroke savings", "first word right", "accepted chars from chunks",
-           "chunks inserted per email", "first token p50 / p90 (ms)"]
+           "chunks inserted per email", "first token p50 / p90 (ms)", "chunks typed over"]
 
 
 def sweep(split: str, tmp: Path, thresholds=(0.0, 0.15, 0.3, 0.5, 1.0)) -> str:
@@ -300,6 +315,8 @@ def main() -> None:
     ap.add_argument("--knn-distance", action="store_true", help="kNN-LM accuracy by distance to the nearest context")
     ap.add_argument("--threshold", type=float, default=None, help="instead of Settings().threshold")
     ap.add_argument("--natural-end", action="store_true", help="sweep where suggestions end (Settings.unsure_below)")
+    ap.add_argument("--forget-typed-over", action="store_true",
+                    help="ask afresh at every pause, as the editor did before it left out chunks typed over")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     print(f"Machine: {machine()}\n")
@@ -322,7 +339,7 @@ def report(split: str, tmp: Path, args) -> None:
         return
     configs = {k: v for k, v in CONFIGS.items() if args.configs is None or k in args.configs}
     configs |= {k: v for k, v in OPTIONAL_CONFIGS.items() if args.configs and k in args.configs}
-    results = run(split, configs, tmp, args.verbose, threshold=args.threshold)
+    results = run(split, configs, tmp, args.verbose, threshold=args.threshold, remember=not args.forget_typed_over)
     print(f"\n### {split} split ({sum(n for _t, n in results.values()) // max(len(results), 1)} emails)\n")
     print(table(HEADERS, [t.row(name, n) for name, (t, n) in results.items()]))
     (OUT / f"keystrokes-{split}.json").write_text(json.dumps(

@@ -166,6 +166,7 @@ class DecodeSettings:
                                       # choice), no library chunk before it; greedy (or sampled) after that
     natural_end: float | None = None  # end at a natural end: after a sentence, or before a word the model gives
                                       # less than this probability (None: run to max_tokens or a stop)
+    leave_out: frozenset[int] = frozenset()   # chunks not proposed (the user typed over them in this sentence)
 
 
 @dataclass
@@ -225,7 +226,9 @@ class Decoder:
         # it (a sentence end, or the start of "anamarin.design" + "." + "com/"); None otherwise.
         self._after_value: str | None = None
         self._recent_hidden: list[np.ndarray] = []
-        self._used_chunks: set[int] = set()
+        # Chunks not proposed again: the user's values used once in this suggestion, and what the request
+        # leaves out (chunks the user typed over in this sentence: feedback.PassedOver).
+        self._used_chunks: set[int] = set(settings.leave_out)
         self._line_break = False           # the model would break the line before the proposed chunk
         # Whose detail comes next was judged someone else's at the cursor; the spaces the model may write
         # before a word do not change that (the classifier read "The garage is located at " as the user's
@@ -456,10 +459,11 @@ class Decoder:
     def rest_of_value(self) -> Proposal | None:
         """At the cursor, where the user has begun typing one of their values ("+44 20"), the rest of it
         (ChunkMatcher.value_begun), unless the words before it name someone else ("her number is +44 20").
-        The user's own typing is the evidence, so no gate of :meth:`fits_here` is asked."""
+        The user's own typing is the evidence, so no gate of :meth:`fits_here` is asked, and a value the
+        user typed over in this sentence (``leave_out``) still comes: they are typing it now."""
         if self.matcher is None or self._text[self._prompt_chars:]:
             return None
-        found = self.matcher.value_begun(self._text, self._used_chunks)
+        found = self.matcher.value_begun(self._text, self._used_chunks - self.s.leave_out)
         if found is None:
             return None
         chunk_id, rest = found

@@ -75,6 +75,8 @@ class GenerationRequest:
                                    # (0 = its own top choice, no library chunk first); the editor's Alt+]
     natural_end: float | None = None  # end after a sentence, or before a word the model gives less than this
                                       # probability (the editor: Settings.unsure_below); None: run on
+    leave_out: Sequence[int] = ()     # chunk ids not to insert: those the user typed over in this sentence
+                                      # (text.PassedOver); the rest of a value they begin by hand still comes
 
 
 @dataclass(frozen=True)
@@ -408,7 +410,7 @@ class Engine:
         settings = DecodeSettings(request.max_tokens, sampler, tuple(request.stop), request.use_chunks,
                                   request.sample_acceptance, request.draft, keep, draft_cap=request.draft_cap,
                                   guard_details=request.guard_details, first_rank=request.first_rank,
-                                  natural_end=request.natural_end)
+                                  natural_end=request.natural_end, leave_out=frozenset(request.leave_out))
         matcher = None      # none without chunks: the plain path of the bit-exactness contract (core/llama_runtime.py)
         if request.use_chunks and self.store.count()[0] > 0:
             if not self._refreshed:

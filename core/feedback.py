@@ -22,7 +22,7 @@ from typing import Sequence
 
 from .errors import StoreError
 from .store import DISMISSED, KINDS, LEARNED
-from .text import lead_in, words
+from .text import lead_in, sentence_opening, words
 
 LOOKBACK = 2000        # characters before the cursor searched for values typed by hand
 MIN_VALUE_CHARS = 4    # shorter library entries ("Ana") are too ambiguous to learn from
@@ -152,3 +152,36 @@ def dismiss(engine, chunk_id: int, text_before: str) -> Learned | None:
         raise
     engine.refresh(chunk_ids=[chunk_id])
     return Learned(chunk_id, phrase, DISMISSED)
+
+
+class PassedOver:
+    """Chunks the user typed over in the sentence they are writing: not suggested again in it.
+
+    Where a suggestion began with a chunk and the user typed something else instead, the same
+    chunk offered at the next pause of the same sentence would be the same mistake again (one
+    email address offered after five words in a row of "It now connects to your mailing list and
+    sends...": bench/keystrokes.py -v).  Nothing is stored: a new sentence, or any change to the
+    text before it, forgets it.  Unlike Esc (:func:`dismiss`), typing over says nothing lasting
+    about the place.
+
+    >>> p = PassedOver()
+    >>> p.add(7, "Hi Jo,\\n\\nIt now connects to")
+    >>> sorted(p.here("Hi Jo,\\n\\nIt now connects to your mailing list and"))
+    [7]
+    >>> p.here("Hi Jo,\\n\\nIt now connects to your mailing list. Email me at")
+    frozenset()
+    """
+
+    def __init__(self) -> None:
+        self._opening = ""                  # the text before the sentence the chunks were typed over in
+        self._ids: frozenset[int] = frozenset()
+
+    def add(self, chunk_id: int, text_before: str) -> None:
+        """The user typed over *chunk_id*, suggested after *text_before*."""
+        opening = sentence_opening(text_before)
+        self._ids = (self._ids if opening == self._opening else frozenset()) | {chunk_id}
+        self._opening = opening
+
+    def here(self, text_before: str) -> frozenset[int]:
+        """The chunks not to suggest after *text_before*: those typed over in its sentence."""
+        return self._ids if self._ids and sentence_opening(text_before) == self._opening else frozenset()

@@ -54,6 +54,15 @@ def current_sentence(text: str, limit: int = 300) -> str:
     return tail[ends[-1].end():] if ends else tail
 
 
+def sentence_opening(text: str) -> str:
+    r"""The text before the sentence being written (:func:`current_sentence`).
+
+    >>> sentence_opening("Hi Jo,\nThanks. It now connects to")
+    'Hi Jo,\nThanks. '
+    """
+    return text[: len(text) - len(current_sentence(text))]
+
+
 def _word_before(text: str, end: int) -> str:
     start = end
     while start > 0 and (text[start - 1].isalpha() or text[start - 1] == "."):

@@ -946,3 +946,22 @@ def test_ghost_text_is_drawn_where_accepting_puts_it(qtbot):
     landed = editor.cursorRect(start)
     assert abs(box.left() - landed.left()) <= 2 and abs(box.top() - landed.top()) <= 2
     assert landed.top() > editor.cursorRect(QTextCursor(editor.document())).top()    # it wrapped
+
+
+def test_a_chunk_typed_over_is_not_suggested_again_in_that_sentence(qtbot, make_window):
+    """core/feedback.py PassedOver, through the keys.  Bug caught: the user types on over their phone
+    number, deletes what they typed, and the same number is back at the same place of the same
+    sentence (the dev typing run offered one email at five pauses in a row of one sentence)."""
+    w = make_window(with_pii=True)
+    place = "Hi Tom,\n\nThanks for the quick reply. If anything comes up, please give me a call at"
+    body = type_and_wait(qtbot, w, place)
+    first = body.pieces[0]
+    assert first.from_chunk and first.label == "phone"          # the control: offered here at first
+    qtbot.keyClicks(body, " m")                                  # the space is the ghost's own; "m" is not
+    for _ in range(2):
+        qtbot.keyClick(body, Qt.Key_Backspace)
+    assert body.toPlainText() == place
+    qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id != 0, timeout=WAIT)
+    assert not any(p.chunk_id == first.chunk_id for p in body.pieces)
+    type_and_wait(qtbot, w, ". Or, if anything comes up, please give me a call at")   # a new sentence
+    assert body.pieces[0].chunk_id == first.chunk_id                                   # offered again there

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from chunkwise.core import GenerationRequest
-from chunkwise.core.feedback import typed_values, values_being_typed
+from chunkwise.core.feedback import PassedOver, typed_values, values_being_typed
 from chunkwise.core.store import DISMISSED, LEARNED, SCHEMA_VERSION, ChunkStore
 
 PHONE = "+44 20 7946 0321"
@@ -185,3 +185,32 @@ def test_bad_input_to_learning_is_a_no_op(profile_engine):
     assert [x.context for x in learned] == ["For anything urgent, ring me direct on"]
     assert engine.store.count()[1] == before[1] + 1
     assert engine.dismiss(phone, "\x00") is None
+
+
+def test_a_chunk_typed_over_is_left_out_for_the_rest_of_its_sentence_only():
+    """Bug caught: the email offered again at every pause of "It now connects to your mailing list and
+    sends..." after the user typed over it once; and, the other way, a chunk kept out for good."""
+    passed = PassedOver()
+    start = "Hi Jo,\n\nThe form is live. It now connects to"
+    passed.add(7, start)
+    assert passed.here(start + " your mailing list and") == {7}
+    passed.add(9, start + " your mailing list and")
+    assert passed.here(start + " your mailing list and sends") == {7, 9}
+    assert passed.here(start + " your mailing list. Email me at") == frozenset()     # a new sentence
+    assert passed.here("Hi Sam,\n\nThe form is live. It now connects to your") == frozenset()   # text before changed
+    passed.add(3, start + " your mailing list. Email me at")
+    assert passed.here(start + " your mailing list. Email me at any") == {3}          # the old sentence's are gone
+
+
+def test_a_request_leaves_out_what_it_names_but_not_the_rest_of_a_value_begun(profile_engine):
+    """The editor's request after a chunk was typed over (GenerationRequest.leave_out): that chunk is
+    not inserted; the same request without it inserts it, and the rest of the value the user has begun
+    typing still comes (their own typing says they want it)."""
+    engine, phone, email = profile_engine
+    draft = "Hi,\n\nAny questions? You can call me on"
+    asked = lambda text, leave_out=(): [s.chunk_id for s in engine.generate(GenerationRequest(
+        text, max_tokens=10, stop=["\n\n"], leave_out=leave_out), record_use=False).spans]
+    assert asked(draft) == [phone]
+    assert phone not in asked(draft, leave_out=[phone])
+    assert asked(draft, leave_out=[email]) == [phone]                      # only what it names
+    assert asked(draft + " +44 20", leave_out=[phone]) == [phone]          # the rest of it, begun by hand
