@@ -32,6 +32,7 @@ Configurations:
     python bench/keystrokes.py                      # both splits
     python bench/keystrokes.py --split dev -v
     python bench/keystrokes.py --sweep              # keystroke savings against the threshold (plot)
+    python bench/keystrokes.py --split dev --chunk-shown    # a chunk's text out before its batched decode
 """
 from __future__ import annotations
 
@@ -110,8 +111,59 @@ def suggest(engine: Engine, before: str, rest: str, settings: Settings, leave_ou
         mask += [piece.chunk_id if piece.source == "chunk" else None] * len(piece_text)
         if piece.source == "chunk":
             chunks.append((len(text) - len(piece_text), piece.kind, piece.label, piece.match))
+            if CLOCK is not None:
+                CLOCK.shown(time.perf_counter() - t0)
         diverged = not rest.startswith(text)
+    if CLOCK is not None:
+        CLOCK.done()
     return text, mask, latency, not diverged, chunks     # chunks: (start, kind, label, match) of each inserted
+
+
+class EvalClock:
+    """--chunk-shown: when each chunk's text was out of the decoder (from the request), and how long the
+    batched decode of its tokens, which runs after that (core/decoding.py Decoder.step: show, then
+    decode_step), then took.  Wraps the runtime's ``eval``; every call in this thread, so the first
+    one after a chunk is shown is that chunk's decode."""
+
+    def __init__(self, rt) -> None:
+        self.calls: list[tuple[float, int]] = []                  # (seconds, tokens) of each eval
+        self.chunks: list[list] = []          # [shown after the request (s), evals before it, evals at the end]
+        real = rt.eval
+
+        def timed(tokens, *args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return real(tokens, *args, **kwargs)
+            finally:
+                self.calls.append((time.perf_counter() - start, len(tokens)))
+        rt.eval = timed
+
+    def shown(self, after: float) -> None:
+        self.chunks.append([after, len(self.calls), None])
+
+    def done(self) -> None:
+        """The suggestion's generator has ended: a chunk with no eval after it ended the suggestion (no decode)."""
+        for c in self.chunks:
+            if c[2] is None:
+                c[2] = len(self.calls)
+
+    def table(self) -> str:
+        rows = []
+        for after, before, end in self.chunks:
+            seconds, n = self.calls[before] if end > before else (0.0, 0)     # the eval right after it: its decode
+            rows.append((after * 1000, seconds * 1000, n))
+        a = np.array(rows) if rows else np.zeros((1, 3))
+        d = a[a[:, 2] > 0] if (a[:, 2] > 0).any() else np.zeros((1, 3))          # those a decode followed
+        pct = lambda x: f"{np.percentile(x, 50):.0f} / {np.percentile(x, 90):.0f}"
+        return table(["chunks shown", "out after the request, p50 / p90 (ms)",
+                      "had it waited for its decode, p50 / p90 (ms)", "the decode after it, median (ms)",
+                      "its tokens, median"],
+                     [[str(len(rows)), pct(a[:, 0]), pct(a[:, 0] + a[:, 1]), f"{np.median(d[:, 1]):.1f}",
+                       f"{np.median(d[:, 2]):.0f}"]]) + (
+            f"\n({sum(r[2] == 0 for r in rows)} of them ended their suggestion, so no decode ran after them)")
+
+
+CLOCK: EvalClock | None = None
 
 
 def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = False, remember: bool = True) -> Tally:
@@ -205,10 +257,12 @@ OPTIONAL_CONFIGS = {
 
 
 def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
-        threshold: float | None = None, remember: bool = True, **overrides) -> dict[str, tuple[Tally, int]]:
+        threshold: float | None = None, remember: bool = True, chunk_clock: bool = False,
+        **overrides) -> dict[str, tuple[Tally, int]]:
     """Each configuration over both personas' emails of *split*; stores are learned once into *tmp*.
     *overrides* change Settings fields for every configuration (``natural_end=False``); *remember*: see
-    :func:`type_email`."""
+    :func:`type_email`; *chunk_clock*: time chunks shown against their decode (:class:`EvalClock`)."""
+    global CLOCK
     results = {}
     runtime = None
     for name, (learn, changes) in configs.items():
@@ -222,6 +276,8 @@ def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
             else:
                 engine = learned_engine(tmp, persona, runtime, learn)
             runtime = engine.runtime
+            if chunk_clock and CLOCK is None:
+                CLOCK = EvalClock(runtime)     # suggest() attributes evals by index, so learning's do not count
             engine.threshold = settings.threshold
             for email in emails(persona, split):
                 if verbose:
@@ -317,6 +373,8 @@ def main() -> None:
     ap.add_argument("--natural-end", action="store_true", help="sweep where suggestions end (Settings.unsure_below)")
     ap.add_argument("--forget-typed-over", action="store_true",
                     help="ask afresh at every pause, as the editor did before it left out chunks typed over")
+    ap.add_argument("--chunk-shown", action="store_true",
+                    help="learned store, defaults: when each chunk's text is out, and what its decode after that takes")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     print(f"Machine: {machine()}\n")
@@ -336,6 +394,10 @@ def report(split: str, tmp: Path, args) -> None:
         return
     if args.natural_end:
         print(f"### {split} split\n\n" + end_sweep(split, tmp))
+        return
+    if args.chunk_shown:
+        run(split, {"learned, defaults": CONFIGS["learned, defaults"]}, tmp, chunk_clock=True)
+        print(f"### {split} split: chunks shown before their decode (learned store, defaults)\n\n" + CLOCK.table())
         return
     configs = {k: v for k, v in CONFIGS.items() if args.configs is None or k in args.configs}
     configs |= {k: v for k, v in OPTIONAL_CONFIGS.items() if args.configs and k in args.configs}
