@@ -665,9 +665,11 @@ class ComposeWindow(QMainWindow, EmailActions):
 
     def _on_learned(self, info: dict) -> None:
         self._on_store_ready(info["contexts"])
+        phrases = info.get("learned_phrases", 0)
         self.statusBar().showMessage(
             f"Learned from {info['documents']} document(s): {info['new_chunks']} phrase(s) you repeat, "
-            "and your usual wording; used from the next suggestion on.",
+            + (f"{phrases} way(s) you lead into your own details, " if phrases else "")
+            + "and your usual wording; used from the next suggestion on.",
             10000)
 
     def open_library(self) -> None:

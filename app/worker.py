@@ -395,6 +395,7 @@ class ModelWorker(QObject):
             self.progress.emit("Learning from your writing", 1, 1)
             self.learned.emit({"documents": result.report.documents, "new_chunks": result.new_chunks,
                                "new_contexts": result.new_contexts, "knn_entries": result.knn_rows,
+                               "learned_phrases": result.learned_phrases,
                                "contexts": self.engine.contexts})
         except Cancelled as exc:             # the user pressed Cancel: a note, not a dialog
             self.progress.emit("Learning from your writing", 1, 1)

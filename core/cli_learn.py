@@ -124,14 +124,17 @@ def cmd_mine(args, engine_factory, progress_factory) -> int:
     r = result.report
     summary = {"documents": r.documents, "tokens": r.tokens, "spans": r.spans, "chunks_found": len(r.chunks),
                "new_chunks": result.new_chunks, "new_contexts": result.new_contexts, "kind": result.kind,
-               "gamma": args.gamma, "teacher": result.teacher, "knn_entries": result.knn_rows}
+               "gamma": args.gamma, "teacher": result.teacher, "knn_entries": result.knn_rows,
+               "learned_phrases": result.learned_phrases}
     if args.json:
         print(json.dumps(summary))
     else:
         print(f"Mined {r.documents} document(s), {r.tokens} tokens: {len(r.chunks)} distinct chunk(s) "
               f"from {r.spans} span(s); stored {result.new_chunks} new chunk(s) and {result.new_contexts} "
               f"new context(s) as kind '{result.kind}'"
-              + (f", {result.knn_rows} kNN-LM entries" if args.knn else "") + ".")
+              + (f", {result.knn_rows} kNN-LM entries" if args.knn else "") + "."
+              + (f" Learned {result.learned_phrases} phrase(s) you wrote before your own library entries."
+                 if result.learned_phrases else ""))
     return 0
 
 

@@ -118,22 +118,32 @@ def learnable(phrase: str) -> bool:
 
 
 def learn_typed(engine, text: str, inserted: Sequence[tuple[int, int]] = ()) -> list[Learned]:
-    """Store the phrase before each library value the user typed by hand in *text*; refresh if any is new.
-
-    Each phrase is stored on its own: one that cannot be (a NUL pasted in) is skipped, the others stay."""
+    """Store the phrase before each library value the user typed by hand in *text*; refresh if any is new."""
     learned = []
     try:
-        for chunk_id, phrase in typed_values(library_values(engine.store), text, inserted):
-            if not learnable(phrase):
-                continue
-            try:
-                if engine.store.add_context(chunk_id, phrase, LEARNED) is not None:
-                    learned.append(Learned(chunk_id, phrase, LEARNED))
-            except StoreError:
-                continue
+        learned = store_typed(engine.store, [text], inserted)
     finally:
         if learned:
             engine.refresh(chunk_ids=sorted({item.chunk_id for item in learned}))
+    return learned
+
+
+def store_typed(store, texts: Sequence[str], inserted: Sequence[tuple[int, int]] = ()) -> list[Learned]:
+    """Store the phrase before each library value written in *texts* (the editor's draft as typed, or the
+    user's sent mail, Learn from my writing) as a LEARNED context of that value; no refresh.
+
+    Each phrase is stored on its own: one that cannot be (a NUL pasted in) is skipped, the others stay.
+    *inserted*: ranges of a single text the user did not type (see :func:`typed_values`)."""
+    values, learned = library_values(store), []
+    for text in texts:
+        for chunk_id, phrase in typed_values(values, text, inserted):
+            if not learnable(phrase):
+                continue
+            try:
+                if store.add_context(chunk_id, phrase, LEARNED) is not None:
+                    learned.append(Learned(chunk_id, phrase, LEARNED))
+            except StoreError:
+                continue
     return learned
 
 

@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 from .corpus import Document
 from .distill import DEFAULT_GAMMA, MAX_CONTEXTS_PER_CHUNK, Miner, MiningReport
 from .errors import ChunkwiseError
+from .feedback import store_typed
 from .llama_runtime import LlamaRuntime
 
 Progress = Callable[[int, int], None]
@@ -30,6 +31,7 @@ class MineResult:
     new_contexts: int
     knn_rows: int = 0
     teacher: str | None = None
+    learned_phrases: int = 0      # phrases before the user's library values in the mail, stored as their contexts
 
 
 def load_teacher(path: str | os.PathLike, n_ctx: int = 1024, n_threads: int | None = None) -> LlamaRuntime:
@@ -54,7 +56,9 @@ def corpus_knn_teacher(engine):
 def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher: LlamaRuntime | None = None,
          kind: str | None = None, knn: bool = False, progress: Progress | None = None,
          cancelled: Callable[[], bool] | None = None, corpus_teacher: bool = False) -> MineResult:
-    """Mine *docs* into the engine's store: all of it in one transaction, or nothing.
+    """Mine *docs* into the engine's store: the chunks and kNN rows in one transaction, or nothing; then
+    the words before each of the user's library values the mail contains, each stored on its own as a
+    learned context of that value (core/feedback.py store_typed; listed in What Chunkwise learned…).
 
     *corpus_teacher*: the kNN-LM of the other documents is the teacher
     (engine.knn_settings), so phrases the user repeats become chunks.
@@ -67,9 +71,13 @@ def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher
     label = teacher.name if (teacher is not None and report.teacher_probs) else None
     new_chunks, new_contexts = engine.store.add_mined(engine.model_id, kind, report.chunks,
                                                       MAX_CONTEXTS_PER_CHUNK, report.knn_rows, label)
+    # Where the user wrote one of their library values in this mail ("ring me on +44 20 7946 0321"),
+    # the words before it are their own phrasing for it: a learned context, as when typed in the editor.
+    learned = store_typed(engine.store, [d.text for d in docs])
     engine.refresh()
     engine.forget_knn()
     if report.knn_rows:
         _ = engine.knn              # its graph built and kept now, in the learning job, not on a suggestion
     return MineResult(report, kind, new_chunks, new_contexts, len(report.knn_rows),
-                      teacher.name if teacher is not None else ("corpus kNN-LM" if corpus_teacher else None))
+                      teacher.name if teacher is not None else ("corpus kNN-LM" if corpus_teacher else None),
+                      len(learned))
