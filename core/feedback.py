@@ -51,8 +51,9 @@ def _by_hand(text: str, start: int, end: int, inserted: Sequence[tuple[int, int]
 
 
 def typed_values(values: dict[int, str], text: str, inserted: Sequence[tuple[int, int]] = (),
-                 positions: bool = False) -> list[tuple]:
-    """(chunk id, lead-in) for each library value written by hand in the last LOOKBACK characters of *text*.
+                 positions: bool = False, lookback: int | None = LOOKBACK) -> list[tuple]:
+    """(chunk id, lead-in) for each library value written by hand in the last *lookback* characters of
+    *text* (None: all of it).
 
     *inserted*: (start, end) character ranges of *text* the user did not type
     (accepted suggestions, pastes, a restored draft); a value there is skipped.
@@ -61,7 +62,7 @@ def typed_values(values: dict[int, str], text: str, inserted: Sequence[tuple[int
     >>> typed_values({7: "+1 555 0100"}, "Hi. Ring me on +1 555 0100 today.")
     [(7, 'Ring me on')]
     """
-    found, offset = [], max(0, len(text) - LOOKBACK)
+    found, offset = [], max(0, len(text) - (len(text) if lookback is None else lookback))
     tail = text[offset:]
     for chunk_id, value in values.items():
         value = value.strip()
@@ -128,15 +129,16 @@ def learn_typed(engine, text: str, inserted: Sequence[tuple[int, int]] = ()) -> 
     return learned
 
 
-def store_typed(store, texts: Sequence[str], inserted: Sequence[tuple[int, int]] = ()) -> list[Learned]:
+def store_typed(store, texts: Sequence[str], inserted: Sequence[tuple[int, int]] = (),
+                lookback: int | None = LOOKBACK) -> list[Learned]:
     """Store the phrase before each library value written in *texts* (the editor's draft as typed, or the
     user's sent mail, Learn from my writing) as a LEARNED context of that value; no refresh.
 
     Each phrase is stored on its own: one that cannot be (a NUL pasted in) is skipped, the others stay.
-    *inserted*: ranges of a single text the user did not type (see :func:`typed_values`)."""
+    *inserted*, *lookback*: as :func:`typed_values` takes them (a mail is read whole: None)."""
     values, learned = library_values(store), []
     for text in texts:
-        for chunk_id, phrase in typed_values(values, text, inserted):
+        for chunk_id, phrase in typed_values(values, text, inserted, lookback=lookback):
             if not learnable(phrase):
                 continue
             try:

@@ -73,7 +73,7 @@ def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher
                                                       MAX_CONTEXTS_PER_CHUNK, report.knn_rows, label)
     # Where the user wrote one of their library values in this mail ("ring me on +44 20 7946 0321"),
     # the words before it are their own phrasing for it: a learned context, as when typed in the editor.
-    learned = store_typed(engine.store, [d.text for d in docs])
+    learned = store_typed(engine.store, [d.text for d in docs], lookback=None)
     engine.refresh()
     engine.forget_knn()
     if report.knn_rows:

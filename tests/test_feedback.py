@@ -219,7 +219,8 @@ def test_a_request_leaves_out_what_it_names_but_not_the_rest_of_a_value_begun(pr
 def test_learning_from_mail_teaches_the_words_the_user_writes_before_their_own_details(profile_engine):
     """core/learning.py mine, as Tools → Learn from my writing runs it.  Bug caught: learning mined the
     phrases the user repeats but not how they lead into their own details, so the way they ask to be
-    emailed in every sent mail never found their email address in a new one."""
+    emailed in every sent mail never found their email address in a new one; a value further than the
+    editor's look-back (2,000 characters) from a long mail's end was not seen."""
     from chunkwise.core.corpus import Document
     from chunkwise.core.learning import mine
 
@@ -227,7 +228,8 @@ def test_learning_from_mail_teaches_the_words_the_user_writes_before_their_own_d
     draft = "Dear Sam,\n\nThe boiler is fixed. Drop a line to"
     assert email not in suggest(engine, draft)                 # an unseen phrasing: nothing before learning
     mail = [Document("sent 1", "Hi all,\n\nThe minutes from today's meeting are attached. Thanks for coming "
-                               f"along, it was a useful session. Drop a line to {EMAIL} with any questions.\n\nBest,\nMara"),
+                               f"along, it was a useful session. Drop a line to {EMAIL} with any questions.\n\n"
+                               + "The agenda for next month follows once the dates are fixed. " * 40 + "\n\nBest,\nMara"),
             Document("sent 2", "Hi Tom,\n\nThe lift inspection is booked for Thursday morning. The engineers "
                                "will need access to the plant room, so please leave the keys at reception.\n\nBest,\nMara")]
     result = mine(engine, mail, gamma=0.5)
