@@ -117,6 +117,7 @@ class EmailActions:
         self.cancel_suggestion()
         for editor in (self.body_edit, self.subject_edit):
             editor.clear_ghost()
+            self.passed_over[editor].forget()        # chunks typed over belong to the email they were typed in
         self._loading = True
         try:
             self.to_edit.setText(fields.get("to", ""))

@@ -275,7 +275,8 @@ class GhostTextEdit(QPlainTextEdit):
                 return
             if key not in (Qt.Key_Shift, Qt.Key_Control, Qt.Key_Alt, Qt.Key_Meta):
                 first = self.pieces[0]
-                if typed and typed.isprintable() and first.from_chunk:
+                if typed and typed.isprintable() and first.from_chunk and not (
+                        mods & (Qt.ControlModifier | Qt.AltModifier)):
                     self.typed_over.emit(first.chunk_id, self.text_before_cursor())
                 self.clear_ghost()
                 self._handle(lambda: super(GhostTextEdit, self).keyPressEvent(event))

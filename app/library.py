@@ -431,9 +431,10 @@ class LearnedDialog(LaneDialog):
         self.rows = []
         self.note = QLabel(f"Your library is locked: {self.locked}\n\nUnlock it with Unlock… in the library or "
                            "Tools → Unlock library…, then look here again." if self.locked else
-                           "Learned on this computer from what you type: when you type a value from your library "
-                           "yourself, the words before it; when you press Esc on a suggested chunk, the words "
-                           "where you turned it down. Nothing leaves this machine.")
+                           "Learned on this computer from what you write: when you type a value from your library "
+                           "yourself, or it is in mail you had Chunkwise learn from, the words before it; when you "
+                           "press Esc on a suggested chunk, the words where you turned it down. Nothing leaves "
+                           "this machine.")
         self.note.setWordWrap(True)
         self.table = row_table(self.COLUMNS, stretch=(2,))
         self.remove_button = QPushButton("Remove selected")
@@ -464,7 +465,7 @@ class LearnedDialog(LaneDialog):
         for row, (ctx, chunk) in enumerate(self.rows):
             target = chunk.label or chunk.shown()[:60]
             cells = [(ctx.learned_at or "").replace("T", " ")[:16],
-                     "typed by you" if ctx.origin == "learned" else "turned down", ctx.text, f"{kind_name(chunk.kind)}: {target}"]
+                     "written by you" if ctx.origin == "learned" else "turned down", ctx.text, f"{kind_name(chunk.kind)}: {target}"]
             for col, value in enumerate(cells):
                 item = QTableWidgetItem(value)
                 item.setData(Qt.UserRole, ctx.id)

@@ -111,8 +111,8 @@ def suggest(engine: Engine, before: str, rest: str, settings: Settings, leave_ou
         mask += [piece.chunk_id if piece.source == "chunk" else None] * len(piece_text)
         if piece.source == "chunk":
             chunks.append((len(text) - len(piece_text), piece.kind, piece.label, piece.match))
-            if CLOCK is not None:
-                CLOCK.shown(time.perf_counter() - t0)
+            if CLOCK is not None and (len(mask) == len(piece_text) or mask[-len(piece_text) - 1] != piece.chunk_id):
+                CLOCK.shown(time.perf_counter() - t0)        # a chunk's first piece (the stops may split one)
         diverged = not rest.startswith(text)
     if CLOCK is not None:
         CLOCK.done()
@@ -190,8 +190,9 @@ def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = F
                     end += len(u)
                     taken += 1
                 t.first_right += taken > 0
-                if common < len(text.rstrip()) and mask[common] is not None:
-                    # the user types on where the suggestion's next text is a chunk: typed over (app/ghost.py)
+                if common < len(text.rstrip()) and mask[common] is not None and rest[common:common + 1].isprintable():
+                    # the user types on where the suggestion's next text is a chunk: typed over (app/ghost.py;
+                    # a printable character, as there: Enter is not typing over)
                     passed_over.add(mask[common], email[:pos] + text[:common])
                     t.typed_over += 1
                 untaken = [c[1:] for c in chunks if c[0] >= end]
@@ -204,7 +205,7 @@ def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = F
                     t.from_chunks += sum(m is not None for m in mask[:end])
                     t.chunks += sum(1 for start, *_ in chunks if start < end)
                     if verbose:
-                        print(f"   +{email[pos:pos + end]!r}{' [chunk]' if any(mask[:end]) else ''}")
+                        print(f"   +{email[pos:pos + end]!r}{' [chunk]' if any(m is not None for m in mask[:end]) else ''}")
                     pos += end
                     ask = whole            # after a Tab the next suggestion follows; after Ctrl+Right the rest was wrong
                     continue

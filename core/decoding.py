@@ -226,9 +226,7 @@ class Decoder:
         # it (a sentence end, or the start of "anamarin.design" + "." + "com/"); None otherwise.
         self._after_value: str | None = None
         self._recent_hidden: list[np.ndarray] = []
-        # Chunks not proposed again: the user's values used once in this suggestion, and what the request
-        # leaves out (chunks the user typed over in this sentence: feedback.PassedOver).
-        self._used_chunks: set[int] = set(settings.leave_out)
+        self._used_chunks: set[int] = set()     # the user's values inserted once in this suggestion
         self._line_break = False           # the model would break the line before the proposed chunk
         # Whose detail comes next was judged someone else's at the cursor; the spaces the model may write
         # before a word do not change that (the classifier read "The garage is located at " as the user's
@@ -358,7 +356,10 @@ class Decoder:
         choice = int(np.argmax(state.logits))
         # Mid-word, or once the model has written past where the user's own chunks may go (most
         # steps of a suggestion), only a mined phrase after its entry token can come: no search, mostly.
-        ask = dict(exclude=self._used_chunks, greedy=greedy, last_token=self.rt.tokens[-1] if self.rt.tokens else None,
+        # Not proposed: values used once in this suggestion, and what the request leaves out (chunks the
+        # user typed over in this sentence, feedback.PassedOver).
+        ask = dict(exclude=self._used_chunks | self.s.leave_out, greedy=greedy,
+                   last_token=self.rt.tokens[-1] if self.rt.tokens else None,
                    model_choice=choice, gate_mined=state.mixed,
                    word_start=not inside_word(self._text, self.rt.piece(choice)), own=self.own_chunks_fit())
         proposal = self.matcher.propose(state.hidden, state.local, self._text, **ask)
@@ -463,7 +464,7 @@ class Decoder:
         user typed over in this sentence (``leave_out``) still comes: they are typing it now."""
         if self.matcher is None or self._text[self._prompt_chars:]:
             return None
-        found = self.matcher.value_begun(self._text, self._used_chunks - self.s.leave_out)
+        found = self.matcher.value_begun(self._text, self._used_chunks)
         if found is None:
             return None
         chunk_id, rest = found

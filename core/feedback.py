@@ -2,9 +2,11 @@
 
 Two signals, both stored as contexts of the chunk they are about (core/store.py):
 
-* A value from the user's library typed by hand (their phone number, a snippet)
-  teaches where it belongs: the phrase before it becomes a LEARNED context of
-  that chunk, so the user's own phrasing finds it next time.
+* A value from the user's library written by the user (their phone number, a
+  snippet), typed by hand in the editor or found in mail they had Chunkwise
+  learn from (core/learning.py), teaches where it belongs: the phrase before it
+  becomes a LEARNED context of that chunk, so the user's own phrasing finds it
+  next time.
 * A suggested chunk the user dismisses (Esc) teaches where it does not: the
   phrase before it becomes a DISMISSED context, and matching no longer offers
   that chunk where the draft ends in mostly the same words (matching.AVOID_OVERLAP).
@@ -14,11 +16,13 @@ Two signals, both stored as contexts of the chunk they are about (core/store.py)
 
 Both are personal data and are listed, with their dates, in the library
 (Library -> Learned...), where they can be removed one by one or all at once.
+A third, :class:`PassedOver`, is never stored: a chunk the user types over is
+left out for the rest of that sentence.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from .errors import StoreError
 from .store import DISMISSED, KINDS, LEARNED
@@ -62,7 +66,7 @@ def typed_values(values: dict[int, str], text: str, inserted: Sequence[tuple[int
     >>> typed_values({7: "+1 555 0100"}, "Hi. Ring me on +1 555 0100 today.")
     [(7, 'Ring me on')]
     """
-    found, offset = [], max(0, len(text) - (len(text) if lookback is None else lookback))
+    found, offset = [], 0 if lookback is None else max(0, len(text) - lookback)
     tail = text[offset:]
     for chunk_id, value in values.items():
         value = value.strip()
@@ -120,9 +124,9 @@ def learnable(phrase: str) -> bool:
 
 def learn_typed(engine, text: str, inserted: Sequence[tuple[int, int]] = ()) -> list[Learned]:
     """Store the phrase before each library value the user typed by hand in *text*; refresh if any is new."""
-    learned = []
+    learned: list[Learned] = []
     try:
-        learned = store_typed(engine.store, [text], inserted)
+        learned.extend(store_typed(engine.store, [text], inserted))
     finally:
         if learned:
             engine.refresh(chunk_ids=sorted({item.chunk_id for item in learned}))
@@ -130,23 +134,26 @@ def learn_typed(engine, text: str, inserted: Sequence[tuple[int, int]] = ()) -> 
 
 
 def store_typed(store, texts: Sequence[str], inserted: Sequence[tuple[int, int]] = (),
-                lookback: int | None = LOOKBACK) -> list[Learned]:
-    """Store the phrase before each library value written in *texts* (the editor's draft as typed, or the
-    user's sent mail, Learn from my writing) as a LEARNED context of that value; no refresh.
+                lookback: int | None = LOOKBACK, from_mail: bool = False) -> Iterator[Learned]:
+    """Store the phrase before each library value written in *texts* as a LEARNED context of that value,
+    yielding each one stored; no refresh.  The texts are the editor's draft as typed, or with
+    *from_mail* the user's own mail (Learn from my writing): a place where the user pressed Esc on that
+    value then stays turned down (old mail does not overrule it; the editor, typing there, does).
 
     Each phrase is stored on its own: one that cannot be (a NUL pasted in) is skipped, the others stay.
     *inserted*, *lookback*: as :func:`typed_values` takes them (a mail is read whole: None)."""
-    values, learned = library_values(store), []
+    values = library_values(store)
     for text in texts:
         for chunk_id, phrase in typed_values(values, text, inserted, lookback=lookback):
             if not learnable(phrase):
                 continue
             try:
+                if from_mail and store.has_context(chunk_id, phrase, DISMISSED):
+                    continue
                 if store.add_context(chunk_id, phrase, LEARNED) is not None:
-                    learned.append(Learned(chunk_id, phrase, LEARNED))
+                    yield Learned(chunk_id, phrase, LEARNED)
             except StoreError:
                 continue
-    return learned
 
 
 def dismiss(engine, chunk_id: int, text_before: str) -> Learned | None:
@@ -167,33 +174,42 @@ def dismiss(engine, chunk_id: int, text_before: str) -> Learned | None:
 
 
 class PassedOver:
-    """Chunks the user typed over in the sentence they are writing: not suggested again in it.
+    r"""Chunks the user typed over in the sentence they are writing: not suggested again in it.
 
     Where a suggestion began with a chunk and the user typed something else instead, the same
     chunk offered at the next pause of the same sentence would be the same mistake again (one
-    email address offered after five words in a row of "It now connects to your mailing list and
-    sends...": bench/keystrokes.py -v).  Nothing is stored: a new sentence, or any change to the
-    text before it, forgets it.  Unlike Esc (:func:`dismiss`), typing over says nothing lasting
-    about the place.
+    email address offered at five pauses of "It now connects to your mailing list and sends...":
+    bench/keystrokes.py -v).  Nothing is stored.  The memory holds while the text still starts with
+    what it was where the first chunk was typed over, in the same sentence: a new sentence, text
+    deleted back past that place, or another email (or subject line) forgets it.  Unlike Esc
+    (:func:`dismiss`), typing over says nothing lasting about the place.
 
     >>> p = PassedOver()
-    >>> p.add(7, "Hi Jo,\\n\\nIt now connects to")
-    >>> sorted(p.here("Hi Jo,\\n\\nIt now connects to your mailing list and"))
+    >>> p.add(7, "Hi Jo,\n\nIt now connects to")
+    >>> sorted(p.here("Hi Jo,\n\nIt now connects to your mailing list and"))
     [7]
-    >>> p.here("Hi Jo,\\n\\nIt now connects to your mailing list. Email me at")
+    >>> p.here("Hi Jo,\n\nIt now connects to your mailing list. Email me at")
     frozenset()
     """
 
     def __init__(self) -> None:
-        self._opening = ""                  # the text before the sentence the chunks were typed over in
+        self._since = ""                    # the text where the first chunk of this sentence was typed over
         self._ids: frozenset[int] = frozenset()
 
     def add(self, chunk_id: int, text_before: str) -> None:
         """The user typed over *chunk_id*, suggested after *text_before*."""
-        opening = sentence_opening(text_before)
-        self._ids = (self._ids if opening == self._opening else frozenset()) | {chunk_id}
-        self._opening = opening
+        if not self._holds(text_before):
+            # Without the space the suggestion's first character consumed: the place it was offered.
+            self._since, self._ids = text_before.rstrip(), frozenset()
+        self._ids |= {chunk_id}
 
     def here(self, text_before: str) -> frozenset[int]:
         """The chunks not to suggest after *text_before*: those typed over in its sentence."""
-        return self._ids if self._ids and sentence_opening(text_before) == self._opening else frozenset()
+        return self._ids if self._ids and self._holds(text_before) else frozenset()
+
+    def forget(self) -> None:
+        self._since, self._ids = "", frozenset()
+
+    def _holds(self, text: str) -> bool:
+        return bool(self._ids) and text.startswith(self._since) and (
+            sentence_opening(text) == sentence_opening(self._since))

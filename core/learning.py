@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from .corpus import Document
 from .distill import DEFAULT_GAMMA, MAX_CONTEXTS_PER_CHUNK, Miner, MiningReport
-from .errors import ChunkwiseError
+from .errors import ChunkwiseError, StoreError
 from .feedback import store_typed
 from .llama_runtime import LlamaRuntime
 
@@ -71,13 +71,21 @@ def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher
     label = teacher.name if (teacher is not None and report.teacher_probs) else None
     new_chunks, new_contexts = engine.store.add_mined(engine.model_id, kind, report.chunks,
                                                       MAX_CONTEXTS_PER_CHUNK, report.knn_rows, label)
-    # Where the user wrote one of their library values in this mail ("ring me on +44 20 7946 0321"),
-    # the words before it are their own phrasing for it: a learned context, as when typed in the editor.
-    learned = store_typed(engine.store, [d.text for d in docs], lookback=None)
     engine.refresh()
     engine.forget_knn()
     if report.knn_rows:
         _ = engine.knn              # its graph built and kept now, in the learning job, not on a suggestion
+    # Where the user wrote one of their library values in this mail ("ring me on +44 20 7946 0321"),
+    # the words before it are their own phrasing for it: a learned context, as when typed in the editor.
+    # After the mined part is in and matching has it: a store that fails here loses only these phrases.
+    learned: list = []
+    try:
+        learned.extend(store_typed(engine.store, [d.text for d in docs], lookback=None, from_mail=True))
+    except StoreError:
+        pass
+    finally:
+        if learned:
+            engine.refresh(chunk_ids=sorted({item.chunk_id for item in learned}))
     return MineResult(report, kind, new_chunks, new_contexts, len(report.knn_rows),
                       teacher.name if teacher is not None else ("corpus kNN-LM" if corpus_teacher else None),
                       len(learned))

@@ -270,6 +270,17 @@ class ChunkStore(StoreCrypto, StoreEncodings, StoreModelStats, StoreKnn):
             return conn.execute("INSERT INTO contexts (chunk_id, text, origin, learned_at) VALUES (?,?,?,?)",
                                 (chunk_id, text, origin, timestamp())).lastrowid
 
+    def has_context(self, chunk_id: int, text: str, origin: str) -> bool:
+        """Whether *chunk_id* has the context *text* with *origin* (a place turned down: DISMISSED).
+
+        >>> store = ChunkStore(); cid = store.add_chunk("+1 555 0100", "pii", ["My phone:"])
+        >>> _ = store.add_context(cid, "Ring me on", DISMISSED)
+        >>> store.has_context(cid, "Ring me on", DISMISSED), store.has_context(cid, "Ring me on", LEARNED)
+        (True, False)
+        """
+        return self.db.conn.execute("SELECT 1 FROM contexts WHERE chunk_id=? AND text=? AND origin=?",
+                                    (chunk_id, text.strip(), origin)).fetchone() is not None
+
     def learned_contexts(self) -> list[tuple[Context, Chunk]]:
         """Every learned or dismissed context with its chunk, newest first."""
         ids = [r[0] for r in self.db.conn.execute(

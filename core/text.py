@@ -55,12 +55,12 @@ def current_sentence(text: str, limit: int = 300) -> str:
 
 
 def sentence_opening(text: str) -> str:
-    r"""The text before the sentence being written (:func:`current_sentence`).
+    r"""The text before the sentence being written (:func:`current_sentence`, however long the sentence).
 
     >>> sentence_opening("Hi Jo,\nThanks. It now connects to")
     'Hi Jo,\nThanks. '
     """
-    return text[: len(text) - len(current_sentence(text))]
+    return text[: len(text) - len(current_sentence(text, limit=len(text)))]
 
 
 def _word_before(text: str, end: int) -> str:

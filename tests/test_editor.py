@@ -501,7 +501,7 @@ def test_learning_while_writing_from_the_editor(qtbot, make_window, monkeypatch)
     dialog = shown[0]
     qtbot.waitUntil(lambda: dialog.table.rowCount() == 2, timeout=WAIT)
     rows = {(dialog.table.item(r, 1).text(), dialog.table.item(r, 2).text()) for r in range(dialog.table.rowCount())}
-    assert rows == {("typed by you", "For anything urgent, ring me direct on"),
+    assert rows == {("written by you", "For anything urgent, ring me direct on"),
                     ("turned down", "For anything else, you can also email me at")}
     dialog.table.selectRow(0)
     with qtbot.waitSignal(w.worker.store_ready, timeout=WAIT):

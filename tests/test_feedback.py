@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from chunkwise.core import GenerationRequest
-from chunkwise.core.feedback import PassedOver, typed_values, values_being_typed
+from chunkwise.core.feedback import PassedOver, store_typed, typed_values, values_being_typed
 from chunkwise.core.store import DISMISSED, LEARNED, SCHEMA_VERSION, ChunkStore
 
 PHONE = "+44 20 7946 0321"
@@ -200,6 +200,34 @@ def test_a_chunk_typed_over_is_left_out_for_the_rest_of_its_sentence_only():
     assert passed.here("Hi Sam,\n\nThe form is live. It now connects to your") == frozenset()   # text before changed
     passed.add(3, start + " your mailing list. Email me at")
     assert passed.here(start + " your mailing list. Email me at any") == {3}          # the old sentence's are gone
+    assert passed.here(start + " your mailing list. Email me") == frozenset()         # deleted back past the place
+    assert passed.here("Hi Jo,\n\nThe roof is done. It now connects to your mailing list. Email me at") == frozenset()
+
+
+def test_typed_over_memory_needs_no_sentence_end_to_forget_and_holds_through_a_long_sentence():
+    """Review findings: a subject line (no sentence end) kept a chunk typed over in one subject out of
+    every later one, and a sentence over 300 characters forgot at every keystroke."""
+    subject = PassedOver()
+    subject.add(4, "Update on")
+    assert subject.here("Update on the roof") == {4}
+    assert subject.here("Meeting notes from") == frozenset()                          # another subject
+    long = "Hi Jo,\n\nThe newsletter form " + "and the shop pages " * 20 + "now connect to"
+    body = PassedOver()
+    body.add(7, long)
+    assert len(long) > 300 and body.here(long + " your mailing list and") == {7}
+
+
+def test_learning_from_mail_keeps_a_place_the_user_turned_down():
+    """Review finding: the value found in old mail flipped a place where the user had pressed Esc back to
+    a learned one (the editor's rule: typing the value there again is the user changing their mind)."""
+    store = ChunkStore(":memory:")
+    email = store.add_chunk(EMAIL, "pii", ["My email is"], label="email")
+    store.add_context(email, "Drop a line to", DISMISSED)
+    mail = f"Hi all,\n\nDrop a line to {EMAIL} with questions."
+    assert list(store_typed(store, [mail], lookback=None, from_mail=True)) == []
+    assert store.has_context(email, "Drop a line to", DISMISSED)
+    assert [x.context for x in store_typed(store, [mail])] == ["Drop a line to"]      # typed in the editor: flips
+    assert store.has_context(email, "Drop a line to", LEARNED)
 
 
 def test_a_request_leaves_out_what_it_names_but_not_the_rest_of_a_value_begun(profile_engine):
