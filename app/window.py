@@ -544,14 +544,15 @@ class ComposeWindow(QMainWindow, EmailActions):
             self.statusBar().showMessage(f"Suggestion failed: {message.splitlines()[0]}", 8000)
 
     def _on_dismissed(self, editor: GhostTextEdit) -> None:
-        """Esc: stop the suggestion; a chunk in it counts against the place it was offered."""
+        """Esc: stop the suggestion; its first chunk is not suggested again in this sentence, and (with
+        Learn while I write) counts against the place it was offered."""
         self.cancel_suggestion()
-        if not self.settings.learn_while_writing:
-            return
         before = editor.text_before_cursor()
         for piece in editor.last_dismissed:
             if piece.from_chunk:
-                self.request_dismiss.emit(piece.chunk_id, before)
+                self.passed_over[editor].add(piece.chunk_id, before)
+                if self.settings.learn_while_writing:
+                    self.request_dismiss.emit(piece.chunk_id, before)
                 return
             before += piece.text
 

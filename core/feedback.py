@@ -181,8 +181,9 @@ class PassedOver:
     email address offered at five pauses of "It now connects to your mailing list and sends...":
     bench/keystrokes.py -v).  Nothing is stored.  The memory holds while the text still starts with
     what it was where the first chunk was typed over, in the same sentence: a new sentence, text
-    deleted back past that place, or another email (or subject line) forgets it.  Unlike Esc
-    (:func:`dismiss`), typing over says nothing lasting about the place.
+    deleted back past that place, or another email (or subject line) forgets it.  The editor puts a
+    chunk the user pressed Esc on here too; only Esc, with learning on, also teaches the place for
+    good (:func:`dismiss`).
 
     >>> p = PassedOver()
     >>> p.add(7, "Hi Jo,\n\nIt now connects to")

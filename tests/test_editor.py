@@ -965,3 +965,21 @@ def test_a_chunk_typed_over_is_not_suggested_again_in_that_sentence(qtbot, make_
     assert not any(p.chunk_id == first.chunk_id for p in body.pieces)
     type_and_wait(qtbot, w, ". Or, if anything comes up, please give me a call at")   # a new sentence
     assert body.pieces[0].chunk_id == first.chunk_id                                   # offered again there
+
+
+def test_esc_keeps_a_chunk_out_of_the_rest_of_the_sentence_even_without_learning(qtbot, make_window):
+    """Bug caught: with Learn while I write off, Esc stored nothing, so the phone just turned down came back
+    at the next pause of the same sentence (and with it on, the stored place only covers the same words)."""
+    w = make_window(with_pii=True, learn_while_writing=False)
+    place = "Hi Tom,\n\nThanks for the quick reply. If anything comes up, please give me a call at"
+    body = type_and_wait(qtbot, w, place)
+    first = body.pieces[0]
+    assert first.from_chunk and first.label == "phone"          # the control: offered here at first
+    qtbot.keyClick(body, Qt.Key_Escape)
+    qtbot.keyClicks(body, "x")                                   # a pause at the same place again
+    qtbot.keyClick(body, Qt.Key_Backspace)
+    assert body.toPlainText() == place
+    qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id != 0, timeout=WAIT)
+    assert not any(p.chunk_id == first.chunk_id for p in body.pieces)
+    with ChunkStore(w.settings.db_path) as store:
+        assert store.learned_contexts() == []                   # nothing stored: learning is off
