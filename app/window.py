@@ -23,7 +23,7 @@ from .help import show_help
 from .lane import StoreLane
 from .spelling import Speller, default_words_file
 from .settings import Settings, save_settings
-from .words import words_from_library
+from .words import withheld_line, words_from_library
 from .worker import LOCKED_HINT, MODEL_ALONE, WorkerThread
 
 
@@ -489,7 +489,8 @@ class ComposeWindow(QMainWindow, EmailActions):
         editor = self.current_editor
         from_library = [p for p in (editor.pieces if editor else []) if p.from_chunk]
         count = sum(len(p.text.split()) for p in from_library)
-        self.stats_label.setText(words_from_library(count, from_library[0].label) if count else "")
+        self.stats_label.setText(words_from_library(count, from_library[0].label) if count else
+                                 withheld_line(stats["withheld"]) if stats.get("withheld") else "")
         # The technical figures stay one hover away, for those who want them.
         self.stats_label.setToolTip(
             f"Last suggestion: {stats['tokens']} tokens at {stats['tokens'] / secs:.0f} tokens/s, "

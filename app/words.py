@@ -26,3 +26,15 @@ def words_from_library(count: int, label: str | None = None) -> str:
     """
     noun = "word" if count == 1 else "words"
     return f"{count} {noun} from your library" + (f" ({label})" if label else "")
+
+
+def withheld_line(shape: str) -> str:
+    """The status bar's line for a suggestion that stopped before a detail the model would have made up.
+
+    >>> withheld_line("phone")
+    'Stopped before a made-up phone number: your own come from the library'
+    """
+    from chunkwise.core.details import withheld_words
+
+    made_up = withheld_words(shape).split(" ", 1)[1]
+    return f"Stopped before a made-up {made_up}: your own come from the library"

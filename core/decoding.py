@@ -119,6 +119,8 @@ class Stats:
     chunk_draft_accepted: int = 0
     kv_tokens_kept: int = 0    # tokens whose keys and values the cache keeps at the end (anchor reduction drops some)
     kv_positions: int = 0      # positions evaluated (what a full cache would hold)
+    withheld: str = ""         # the detail the suggestion stopped before, which the model would have made up:
+                               # "phone", "email", "web" or "address" (core/details.py); "" if none
 
     @property
     def passes_saved(self) -> int:
@@ -148,7 +150,7 @@ class Stats:
                 "prompt_reused": self.prompt_reused, "truncated_tokens": self.truncated_tokens,
                 "stop_reason": self.stop_reason, "drafted": self.drafted, "draft_accepted": self.draft_accepted,
                 "chunk_drafted": self.chunk_drafted, "chunk_draft_accepted": self.chunk_draft_accepted,
-                "kv_tokens_kept": self.kv_tokens_kept, "kv_positions": self.kv_positions}
+                "kv_tokens_kept": self.kv_tokens_kept, "kv_positions": self.kv_positions, "withheld": self.withheld}
 
 
 @dataclass
@@ -336,6 +338,8 @@ class Decoder:
         pieces, stopped = self._stops.feed_all(self.guard(piece))
         yield from pieces
         if stopped or (self._guard is not None and self._guard.stopped):
+            if not stopped:
+                self.stats.withheld = self._guard.found or ""
             return "stop" if stopped else "detail"
         return "length" if self.stats.tokens >= self.s.max_tokens else None
 

@@ -77,6 +77,19 @@ def find_details(text: str) -> list[tuple[str, int, int]]:
     return sorted(found, key=lambda f: f[1])
 
 
+SHAPE_WORDS = {"phone": "a phone number", "email": "an email address", "web": "a web address",
+               "address": "a street address"}
+
+
+def withheld_words(shape: str) -> str:
+    """A detail's shape (find_details) in words, for saying what a suggestion stopped before.
+
+    >>> withheld_words("phone"), withheld_words("web")
+    ('a phone number', 'a web address')
+    """
+    return SHAPE_WORDS.get(shape, "a personal detail")
+
+
 def held_from(text: str) -> int:
     """Where the part of *text* that may still grow into a detail begins (len(text): nothing).
 
@@ -111,6 +124,7 @@ class DetailGuard:
     def __init__(self) -> None:
         self.held = ""
         self.stopped = False
+        self.found: str | None = None   # the shape of the invented detail it stopped before ("phone", ...)
         self.shown_space = False   # the text shown so far ends in whitespace
 
     def feed(self, text: str) -> str:
@@ -120,7 +134,7 @@ class DetailGuard:
         buf = self.held + text
         found = find_details(buf)
         if found:
-            self.stopped, self.held = True, ""
+            self.stopped, self.held, self.found = True, "", found[0][0]
             return buf[: found[0][1]].rstrip(" ")
         cut = held_from(buf)
         self.held = buf[cut:]

@@ -50,6 +50,16 @@ def test_add_list_generate_json(shared_db):
     assert used[0]["use_count"] == 1
 
 
+def test_a_suggestion_stopped_before_an_invented_number_says_so(tmp_path):
+    """Bug caught: with no phone number stored, the CLI printed a lone space and no word on why."""
+    out = run("generate", "Hi Sam,\n\nIf anything comes up during the interview, please ring me directly at",
+              "--max-tokens", "24", db=tmp_path / "empty.db")
+    assert out.returncode == 0
+    assert "stopped before a phone number the model would have made up" in out.stderr
+    assert "made up" not in run("generate", "Dear Sir or Madam,\n\nI am writing to", "--max-tokens", "8",
+                                db=tmp_path / "empty.db").stderr
+
+
 def test_plain_text_output_and_stdin(shared_db):
     out = run("generate", "-", "--max-tokens", "8", "--no-chunks", stdin="Dear Sir or Madam,\n\nI am writing to",
               db=shared_db)

@@ -84,6 +84,9 @@ def test_decoder_stops_before_an_invented_phone_number(make_engine):
     guarded = engine.generate(GenerationRequest(prompt, max_tokens=24))
     assert find_details(guarded.text) == [] and guarded.stats.stop_reason == "detail"
     assert raw.startswith(guarded.text.rstrip())
+    assert guarded.stats.withheld == "phone"                           # what the editor and the CLI say it stopped before
+    plain = engine.generate(GenerationRequest("Dear Sir or Madam,\n\nI am writing to", max_tokens=8))
+    assert plain.stats.withheld == ""
 
 
 def test_a_chunk_is_not_held_back(make_engine):

@@ -983,3 +983,18 @@ def test_esc_keeps_a_chunk_out_of_the_rest_of_the_sentence_even_without_learning
     assert not any(p.chunk_id == first.chunk_id for p in body.pieces)
     with ChunkStore(w.settings.db_path) as store:
         assert store.learned_contexts() == []                   # nothing stored: learning is off
+
+
+def test_the_status_bar_says_when_a_suggestion_stopped_before_a_made_up_detail(qtbot, make_window):
+    """Bug caught: with no phone number in the library, the suggestion just ended before "ring me at",
+    and nothing said why."""
+    w = make_window()
+    body = w.body_edit
+    body.setFocus()
+    type_text(qtbot, body, "Hi Sam,\n\nIf anything comes up during the interview, please ring me directly at")
+    qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id != 0, timeout=WAIT)
+    assert w.last_stats["withheld"] == "phone"
+    assert w.stats_label.text() == "Stopped before a made-up phone number: your own come from the library"
+    type_and_wait(qtbot, w, " once you land. Thanks for")          # an ordinary suggestion clears it
+    assert w.stats_label.text() == ""
+
