@@ -23,7 +23,7 @@ from .help import show_help
 from .lane import StoreLane
 from .spelling import Speller, default_words_file
 from .settings import Settings, save_settings
-from .words import withheld_line, words_from_library
+from .words import WITHHELD_HINT, withheld_line, words_from_library
 from .worker import LOCKED_HINT, MODEL_ALONE, WorkerThread
 
 
@@ -493,6 +493,7 @@ class ComposeWindow(QMainWindow, EmailActions):
                                  withheld_line(stats["withheld"]) if stats.get("withheld") else "")
         # The technical figures stay one hover away, for those who want them.
         self.stats_label.setToolTip(
+            (WITHHELD_HINT if stats.get("withheld") and not count else "") +
             f"Last suggestion: {stats['tokens']} tokens at {stats['tokens'] / secs:.0f} tokens/s, "
             f"{stats['chunks']} library insertion(s), {stats['passes_saved']} model steps saved")
         if editor is not None and editor.has_ghost() and self._request_place == (editor, editor.anchor):

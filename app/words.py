@@ -32,9 +32,11 @@ def withheld_line(shape: str) -> str:
     """The status bar's line for a suggestion that stopped before a detail the model would have made up.
 
     >>> withheld_line("phone")
-    'Stopped before a made-up phone number: your own come from the library'
+    'Stopped before a made-up phone number'
     """
     from chunkwise.core.details import withheld_words
 
-    made_up = withheld_words(shape).split(" ", 1)[1]
-    return f"Stopped before a made-up {made_up}: your own come from the library"
+    return f"Stopped before a made-up {withheld_words(shape).split(' ', 1)[1]}"
+
+
+WITHHELD_HINT = "Chunkwise never shows a phone number, email or address the model makes up; yours come from the library.\n"
