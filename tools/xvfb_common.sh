@@ -23,6 +23,15 @@ with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
 PY
 }
 
+editor_with() {         # $1: display, $2: passphrase, $3: a persona whose day-one library is seeded (or none).
+    xvfb_start "$1"     # The editor started on a private display and store, its body clicked and focused.
+    export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring
+    export CHUNKWISE_PASSPHRASE=$2
+    [ -n "$3" ] && seed_persona "$3"
+    app_start 40
+    window_focus
+}
+
 app_start() {           # $1: seconds to wait for the window (model loading). Sets APP.
     .venv/bin/python main.py > $T/app.log 2>&1 &
     APP=$!

@@ -3,12 +3,7 @@
 # (a place that got his email before the prose gates) no value of his is offered; after "Email me at" his
 # email is.  Other places of the same sentence still get it (bench/out/prose-dev.txt).
 source "$(dirname "$0")/xvfb_common.sh"
-xvfb_start 96
-export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring
-export CHUNKWISE_PASSPHRASE=xvfb-prose
-seed_persona teo
-app_start 40
-window_focus
+editor_with 96 xvfb-prose teo
 xdotool type --delay 50 "Hey Nina,"
 xdotool key Return Return
 xdotool type --delay 50 "The newsletter form is live. It now connects to your mailing list and sends new subscribers a"

@@ -2,12 +2,7 @@
 # The editor under Xvfb with Mara's day-one library: "Thanks" mid-line gets no name of hers (the reader is
 # thanked); after Enter, the sign-off's next line gets her name (whose.addresses_reader).
 source "$(dirname "$0")/xvfb_common.sh"
-xvfb_start 95
-export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring
-export CHUNKWISE_PASSPHRASE=xvfb-signoff
-seed_persona mara
-app_start 40
-window_focus
+editor_with 95 xvfb-signoff mara
 xdotool type --delay 50 "Hi Sam,"
 xdotool key Return Return
 xdotool type --delay 50 "The boiler is fixed. Thanks"

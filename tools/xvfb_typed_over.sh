@@ -3,12 +3,7 @@
 # email is offered; he types on over it, and at the next pause of the same sentence it is not offered again
 # (core/feedback.py PassedOver; the dev typing run had it at five pauses in a row there): the model's " will".
 source "$(dirname "$0")/xvfb_common.sh"
-xvfb_start 97
-export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring
-export CHUNKWISE_PASSPHRASE=xvfb-typed-over
-seed_persona teo
-app_start 40
-window_focus
+editor_with 97 xvfb-typed-over teo
 xdotool type --delay 50 "Hey Nina,"
 xdotool key Return Return
 xdotool type --delay 50 "The newsletter signup for Kiln Studio is live. It now connects to"
