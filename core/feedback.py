@@ -124,9 +124,20 @@ def learnable(phrase: str) -> bool:
 
 def learn_typed(engine, text: str, inserted: Sequence[tuple[int, int]] = ()) -> list[Learned]:
     """Store the phrase before each library value the user typed by hand in *text*; refresh if any is new."""
+    return _refreshed(engine, store_typed(engine.store, [text], inserted))
+
+
+def learn_from_mail(engine, texts: Sequence[str]) -> list[Learned]:
+    """Store the phrase before each library value in the user's own *texts* (mail they had Chunkwise
+    learn from, each read whole); a place they turned down stays so.  Refresh if any is new."""
+    return _refreshed(engine, store_typed(engine.store, texts, lookback=None, from_mail=True))
+
+
+def _refreshed(engine, stored: Iterator[Learned]) -> list[Learned]:
+    """Drain *stored*; matching is refreshed for what was stored, even if storing stops part-way."""
     learned: list[Learned] = []
     try:
-        learned.extend(store_typed(engine.store, [text], inserted))
+        learned.extend(stored)
     finally:
         if learned:
             engine.refresh(chunk_ids=sorted({item.chunk_id for item in learned}))

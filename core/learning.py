@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from .corpus import Document
 from .distill import DEFAULT_GAMMA, MAX_CONTEXTS_PER_CHUNK, Miner, MiningReport
 from .errors import ChunkwiseError, StoreError
-from .feedback import store_typed
+from .feedback import learn_from_mail
 from .llama_runtime import LlamaRuntime
 
 Progress = Callable[[int, int], None]
@@ -78,14 +78,10 @@ def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher
     # Where the user wrote one of their library values in this mail ("ring me on +44 20 7946 0321"),
     # the words before it are their own phrasing for it: a learned context, as when typed in the editor.
     # After the mined part is in and matching has it: a store that fails here loses only these phrases.
-    learned: list = []
     try:
-        learned.extend(store_typed(engine.store, [d.text for d in docs], lookback=None, from_mail=True))
-    except StoreError:
-        pass
-    finally:
-        if learned:
-            engine.refresh(chunk_ids=sorted({item.chunk_id for item in learned}))
+        learned = learn_from_mail(engine, [d.text for d in docs])
+    except StoreError:           # only reading the library's values can raise here, before anything is stored
+        learned = []
     return MineResult(report, kind, new_chunks, new_contexts, len(report.knn_rows),
                       teacher.name if teacher is not None else ("corpus kNN-LM" if corpus_teacher else None),
                       len(learned))
