@@ -34,9 +34,9 @@ def withheld_line(shape: str) -> str:
     >>> withheld_line("phone")
     'Stopped before a made-up phone number'
     """
-    from chunkwise.core.details import withheld_words
+    from chunkwise.core.details import shape_name
 
-    return f"Stopped before a made-up {withheld_words(shape).split(' ', 1)[1]}"
+    return f"Stopped before a made-up {shape_name(shape)}"
 
 
 WITHHELD_HINT = "Chunkwise never shows a phone number, email or address the model makes up; yours come from the library.\n"

@@ -18,7 +18,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from .details import withheld_words
+from .details import shape_name
 from .errors import ChunkwiseError
 from .store import KINDS
 
@@ -229,8 +229,10 @@ def cmd_generate(args) -> int:
         print(f"[{s.tokens} tokens in {s.seconds:.2f}s, {s.forward_passes} forward passes, "
               f"{s.chunks} chunk(s) = {s.chunk_tokens} tokens]", file=sys.stderr)
         if s.withheld:
-            print(f"chunkwise: note: stopped before {withheld_words(s.withheld)} the model would have made up; "
-                  "your own come from the chunk store (chunkwise chunks add --kind pii ...).", file=sys.stderr)
+            name = shape_name(s.withheld)
+            article = "an" if name[0] in "aeiou" else "a"
+            print(f"chunkwise: note: stopped before {article} {name} the model would have made up; your own "
+                  "come from the chunk store (chunkwise chunks add --kind pii ...).", file=sys.stderr)
     for chunk_id in {sp.chunk_id for sp in completion.spans}:
         engine.store.record_use(chunk_id)
     return 0

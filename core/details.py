@@ -77,17 +77,16 @@ def find_details(text: str) -> list[tuple[str, int, int]]:
     return sorted(found, key=lambda f: f[1])
 
 
-SHAPE_WORDS = {"phone": "a phone number", "email": "an email address", "web": "a web address",
-               "address": "a street address"}
+SHAPE_NAMES = {"phone": "phone number", "email": "email address", "web": "web address", "address": "street address"}
 
 
-def withheld_words(shape: str) -> str:
+def shape_name(shape: str) -> str:
     """A detail's shape (find_details) in words, for saying what a suggestion stopped before.
 
-    >>> withheld_words("phone"), withheld_words("web")
-    ('a phone number', 'a web address')
+    >>> shape_name("phone"), shape_name("web")
+    ('phone number', 'web address')
     """
-    return SHAPE_WORDS.get(shape, "a personal detail")
+    return SHAPE_NAMES.get(shape, "personal detail")
 
 
 def held_from(text: str) -> int:
