@@ -48,6 +48,12 @@ LEAD_IN_WORDS = 0         # words the model may write before one of the user's v
 # " the" is where the user's email goes too.  Chosen on the dev sets (docs/benchmarks.md).
 GOES_ON = 0.35
 STAND_INS = DETERMINERS | frozenset("that me us him them you it i we he she they here there".split())
+# Words that lead into what follows them, a value among others ("reached by phone" -> " at", "My number"
+# -> " is"): a preposition, a form of "be", or a colon.  Only such a word of the model's, when it was sure
+# of it, may stand before one of the user's values (Decoder.value_after_lead_word): after "Kind" ->
+# " regards" or "mailing" -> " list" the phrase the model goes on with is the sentence, not a lead-in
+# (bench/prose.py dev: 13 more values misplaced when any sure word could lead in).
+LEAD_WORDS = frozenset("at on to via by from under as in of for with is are was be :".split())
 
 
 def token_probability(logits: np.ndarray, token: int) -> float:
@@ -234,6 +240,10 @@ class Decoder:
         # before a word do not change that (the classifier read "The garage is located at " as the user's
         # address where "... at" was someone else's as much; tests/test_slots.py).
         self._someone_elses_here = False
+        # A value the model's next word came before at the cursor (words_go_on: "reached by phone" ->
+        # " at"): (its chunk id, that word).  Right after the model writes that very word, the value may
+        # still come (own_chunks_fit); nowhere later.
+        self._lead_word: tuple[int, str] | None = None
         self._text = ""           # prompt tail + generated text, for matching's words
         self._encoder = Encoder(rt)
         # Without chunks to match (or kNN), no hidden states: the plain path of the
@@ -447,8 +457,14 @@ class Decoder:
             return False
         if sentence:
             return at_clause_start(self._text)       # the writer's own sentence: no what-if probe asked
-        if (self.after_determiner(proposal) or self.reader_named_here(proposal)
-                or logits is not None and self.words_go_on(logits, proposal)):
+        if self._lead_word is not None and self.past_cursor() and not self.value_after_lead_word(proposal, logits):
+            return False
+        if self.after_determiner(proposal) or self.reader_named_here(proposal):
+            return False
+        if logits is not None and self.words_go_on(logits, proposal):
+            word = self.rt.piece(int(np.argmax(logits))).decode("utf-8", "replace")
+            if not self.past_cursor() and word.strip().lower() in LEAD_WORDS:
+                self._lead_word = (proposal.chunk_id, word)  # the value may come after the model's word instead
             return False
         if self.a_places_detail(proposal):
             return False                             # the words, not a reading: the next value is judged afresh
@@ -494,6 +510,17 @@ class Decoder:
             return False
         return token_probability(logits, top) >= GOES_ON
 
+    def value_after_lead_word(self, proposal: Proposal, logits: np.ndarray | None) -> bool:
+        """After the lead word (:data:`LEAD_WORDS`) the model was sure of where a value was first
+        proposed ("I can be reached by phone" -> " at"): only that value, and only where the model itself
+        now expects no ordinary word (its top next token is not a lower-case word: "As part" -> " of" ->
+        " the" is prose, "by phone at" -> " " or "(" is a value).  The model wrote that word, so its own
+        next token is asked as well."""
+        if proposal.chunk_id != self._lead_word[0] or logits is None:
+            return False
+        word = self.rt.piece(int(np.argmax(logits))).decode("utf-8", "replace").strip()
+        return not (word[:1].islower() and word.isalpha())
+
     def reader_named_here(self, proposal: Proposal) -> bool:
         """The user's name where the text greets or thanks someone on this line ("Thanks" + name,
         whose.addresses_reader): the name there is the reader's.  Not where the model would break the
@@ -522,7 +549,13 @@ class Decoder:
         """Whether the text written so far still leads into one of the user's own chunks: no more
         than LEAD_IN_WORDS words of the model's and no sentence or line ended since the cursor."""
         lead_in = self._text[self._prompt_chars:]
+        if self._lead_word is not None and lead_in == self._lead_word[1]:
+            return True                              # the model's lead word, and nothing else yet
         return len(lead_in.split()) <= LEAD_IN_WORDS and not any(ch in lead_in for ch in ".!?\n")
+
+    def past_cursor(self) -> bool:
+        """Whether the model has written anything in this suggestion yet."""
+        return len(self._text) > self._prompt_chars
 
     def writer_owns_slot(self) -> bool:
         """The user's own detail, not a colleague's or the hotel's (core/whose.py).

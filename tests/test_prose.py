@@ -187,3 +187,32 @@ def test_a_sentence_snippet_is_not_completed_from_its_first_words(runtime):
     finally:
         engine.store.close()
         runtime.reset()
+
+
+
+def test_a_value_comes_after_the_word_the_model_was_sure_of(phone_library):
+    """Decoder.value_after_lead_word.  Bug caught: "I can be reached by phone" -> the model's " at" was
+    sure (words_go_on kept the phone out at the cursor), and after that word no value of the user's could
+    come any more, so the suggestion was " at" and then nothing (an invented number, withheld).  Now the
+    phone follows the model's word, as one highlighted chunk; where the model's words after its own are
+    ordinary prose ("As part" -> " of the"), or the word was not a lead-in ("...your mailing" ->
+    " address", where the email went in after it before LEAD_WORDS), still nothing of the user's."""
+    engine, settings = phone_library, Settings()
+    phone = next(i for i, t in engine.store.chunk_texts(["pii"]).items() if t.startswith("+47"))
+    out = engine.generate(settings.suggestion_request("Hi Sam,\n\nIf you need me over the weekend, I can be "
+                                                      "reached by phone"), record_use=False)
+    assert [s.chunk_id for s in out.spans] == [phone], out.text
+    assert out.text[: out.spans[0].start].strip() == "at", out.text   # the model's one word, then the value
+    out = engine.generate(settings.suggestion_request("Hi Sam,\n\nThe new booking page goes live on Friday. "
+                                                      "As part"), record_use=False)
+    assert not out.spans, out.text
+
+
+def test_only_a_lead_in_word_of_the_models_comes_before_a_value(library):
+    """LEAD_WORDS.  Bug caught: any word the model was sure of let a value follow it, so "It now connects
+    to your mailing" got " address jonas.berg@example.org." (and "Kind" got " regards Mara Lindqvist" on
+    one line in bench/prose.py)."""
+    engine, _ids = library
+    out = engine.generate(Settings().suggestion_request("Hi Jo,\n\nIt now connects to your mailing"),
+                          record_use=False)
+    assert not out.spans, out.text
