@@ -378,7 +378,10 @@ class Decoder:
                    word_start=not inside_word(self._text, self.rt.piece(choice)), own=self.own_chunks_fit())
         proposal = self.matcher.propose(state.hidden, state.local, self._text, **ask)
         # Where the model would break the line ("Kind regards," then the name), the chunk starts a line.
-        self._line_break = proposal is not None and self.rt.piece(int(np.argmax(state.logits))) == b"\n"
+        # Not after the model's lead word: "reach me by email at" + a new line + the address reads badly.
+        self._line_break = (proposal is not None and self.rt.piece(int(np.argmax(state.logits))) == b"\n"
+                            and not (self._lead_word is not None and self.past_cursor()
+                                     and proposal.kind not in REPEATABLE_KINDS))
         if proposal is not None and proposal.kind not in REPEATABLE_KINDS:
             # The writer probe runs a decode: state.logits may be a view into llama.cpp's output
             # buffer (decode_step's copy=False), so keep this step's logits before it is overwritten.

@@ -203,6 +203,15 @@ def test_a_value_comes_after_the_word_the_model_was_sure_of(phone_library):
                                                       "reached by phone"), record_use=False)
     assert [s.chunk_id for s in out.spans] == [phone], out.text
     assert out.text[: out.spans[0].start].strip() == "at", out.text   # the model's one word, then the value
+    # Where the model would break the line after its word, the value still stays on the line of " at".
+    engine = Engine(runtime=engine.runtime, store=ChunkStore(":memory:"))
+    email = engine.store.add_chunk("hello@teookafor.dev", "pii", ["My email is", "Email me at"], label="email")
+    engine.store.add_chunk("+44 7700 900417", "pii", ["My number is", "Call me on"], label="phone")
+    engine.refresh()
+    out = engine.generate(settings.suggestion_request("Hey Nina,\n\nIf anything breaks this weekend, you can "
+                                                      "reach me by email"), record_use=False)
+    assert [s.chunk_id for s in out.spans] == [email], out.text
+    assert out.text == " at hello@teookafor.dev", out.text            # not " at\nhello@teookafor.dev"
     out = engine.generate(settings.suggestion_request("Hi Sam,\n\nThe new booking page goes live on Friday. "
                                                       "As part"), record_use=False)
     assert not out.spans, out.text
