@@ -36,7 +36,7 @@ from .sampling import Sampler, StopMatcher, Utf8Stream
 from . import whose
 from .text import ARTICLES, DETERMINERS, at_clause_start, ends_sentence, inside_word, is_sentence, last_determiner, opens_paragraph
 
-LEAD_IN_WORDS = 0         # words the model may write before one of the user's values: none. After words the model
+LEAD_IN_WORDS = 0         # words the model may write before one of the user's values: none (but see LEAD_WORDS). After words the model
                           # added (" the", "'m"), the probe and classifier judge the model's sentence, not the
                           # user's (dev split, bench/personal.py: 2 -> 0 gave right 46 -> 42, wrong 6 -> 4,
                           # third party 2 -> 1, neutral 1 -> 0; keystrokes 32.6% -> 32.8%)
@@ -49,11 +49,11 @@ LEAD_IN_WORDS = 0         # words the model may write before one of the user's v
 GOES_ON = 0.35
 STAND_INS = DETERMINERS | frozenset("that me us him them you it i we he she they here there".split())
 # Words that lead into what follows them, a value among others ("reached by phone" -> " at", "My number"
-# -> " is"): a preposition, a form of "be", or a colon.  Only such a word of the model's, when it was sure
-# of it, may stand before one of the user's values (Decoder.value_after_lead_word): after "Kind" ->
-# " regards" or "mailing" -> " list" the phrase the model goes on with is the sentence, not a lead-in
-# (bench/prose.py dev: 13 more values misplaced when any sure word could lead in).
-LEAD_WORDS = frozenset("at on to via by from under as in of for with is are was be :".split())
+# -> " is"): a preposition or a form of "be".  Only such a word of the model's, when it was sure of it
+# (words_go_on), may stand before one of the user's values (Decoder.value_after_lead_word): after "Kind"
+# -> " regards" the phrase the model goes on with is the sentence, not a lead-in (bench/prose.py dev: 13
+# more values misplaced when any sure word could lead in, 12 of them "Kind regards Mara Lindqvist").
+LEAD_WORDS = frozenset("at on to via by from under as in of for with is are was be".split())
 
 
 def token_probability(logits: np.ndarray, token: int) -> float:
@@ -240,9 +240,9 @@ class Decoder:
         # before a word do not change that (the classifier read "The garage is located at " as the user's
         # address where "... at" was someone else's as much; tests/test_slots.py).
         self._someone_elses_here = False
-        # A value the model's next word came before at the cursor (words_go_on: "reached by phone" ->
-        # " at"): (its chunk id, that word).  Right after the model writes that very word, the value may
-        # still come (own_chunks_fit); nowhere later.
+        # At the cursor, a value kept out only because the model was sure of a lead-in word first
+        # (words_go_on: "reached by phone" -> " at"): (its chunk id, that word as the model writes it).
+        # Right after the model has written exactly that word (at_lead_word), that value may still come.
         self._lead_word: tuple[int, str] | None = None
         self._text = ""           # prompt tail + generated text, for matching's words
         self._encoder = Encoder(rt)
@@ -380,8 +380,7 @@ class Decoder:
         # Where the model would break the line ("Kind regards," then the name), the chunk starts a line.
         # Not after the model's lead word: "reach me by email at" + a new line + the address reads badly.
         self._line_break = (proposal is not None and self.rt.piece(int(np.argmax(state.logits))) == b"\n"
-                            and not (self._lead_word is not None and self.past_cursor()
-                                     and proposal.kind not in REPEATABLE_KINDS))
+                            and not (self.at_lead_word() and proposal.kind not in REPEATABLE_KINDS))
         if proposal is not None and proposal.kind not in REPEATABLE_KINDS:
             # The writer probe runs a decode: state.logits may be a view into llama.cpp's output
             # buffer (decode_step's copy=False), so keep this step's logits before it is overwritten.
@@ -434,7 +433,8 @@ class Decoder:
 
         - where the user's text leads into it: at the cursor (LEAD_IN_WORDS), or
           at the start of a line the model breaks there, never after words the
-          model made up;
+          model made up, except the one lead-in word the model was sure of before a value proposed
+          at the cursor, and then only that value (:meth:`value_after_lead_word`);
         - a whole sentence (a snippet) starts a sentence or a clause, never the middle of one;
         - whose: not where the slot classifier reads someone else's detail about as likely
           (:attr:`Proposal.reads_as_someone_elses`), not a place's contact detail
@@ -452,6 +452,8 @@ class Decoder:
         """
         if not self.own_chunks_fit() or self.begun_by_hand(proposal):
             return False
+        if self.at_lead_word() and not self.value_after_lead_word(proposal, logits):
+            return False                             # after the model's word: that one value, or nothing
         sentence = is_sentence(proposal.text)
         if proposal.learned:                         # the user's own words before this value: theirs
             return not sentence or at_clause_start(self._text)
@@ -460,8 +462,6 @@ class Decoder:
             return False
         if sentence:
             return at_clause_start(self._text)       # the writer's own sentence: no what-if probe asked
-        if self._lead_word is not None and self.past_cursor() and not self.value_after_lead_word(proposal, logits):
-            return False
         if self.after_determiner(proposal) or self.reader_named_here(proposal):
             return False
         if logits is not None and self.words_go_on(logits, proposal):
@@ -550,15 +550,22 @@ class Decoder:
 
     def own_chunks_fit(self) -> bool:
         """Whether the text written so far still leads into one of the user's own chunks: no more
-        than LEAD_IN_WORDS words of the model's and no sentence or line ended since the cursor."""
+        than LEAD_IN_WORDS words of the model's and no sentence or line ended since the cursor, or
+        just the lead-in word the model was sure of (:meth:`at_lead_word`; fits_here then lets only
+        that word's value through)."""
         lead_in = self._text[self._prompt_chars:]
-        if self._lead_word is not None and lead_in == self._lead_word[1]:
-            return True                              # the model's lead word, and nothing else yet
+        if self.at_lead_word():
+            return True
         return len(lead_in.split()) <= LEAD_IN_WORDS and not any(ch in lead_in for ch in ".!?\n")
 
     def past_cursor(self) -> bool:
         """Whether the model has written anything in this suggestion yet."""
         return len(self._text) > self._prompt_chars
+
+    def at_lead_word(self) -> bool:
+        """Whether all the model has written so far is the lead-in word it was sure of before a value
+        at the cursor (``_lead_word``, recorded in :meth:`fits_here`)."""
+        return self._lead_word is not None and self._text[self._prompt_chars:] == self._lead_word[1]
 
     def writer_owns_slot(self) -> bool:
         """The user's own detail, not a colleague's or the hotel's (core/whose.py).
