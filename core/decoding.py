@@ -379,7 +379,7 @@ class Decoder:
         proposal = self.matcher.propose(state.hidden, state.local, self._text, **ask)
         # Where the model would break the line ("Kind regards," then the name), the chunk starts a line.
         # Not after the model's lead word: "reach me by email at" + a new line + the address reads badly.
-        self._line_break = (proposal is not None and self.rt.piece(int(np.argmax(state.logits))) == b"\n"
+        self._line_break = (proposal is not None and self.rt.piece(choice) == b"\n"
                             and not (self.at_lead_word() and proposal.kind not in REPEATABLE_KINDS))
         if proposal is not None and proposal.kind not in REPEATABLE_KINDS:
             # The writer probe runs a decode: state.logits may be a view into llama.cpp's output
@@ -465,7 +465,7 @@ class Decoder:
         if self.after_determiner(proposal) or self.reader_named_here(proposal):
             return False
         if logits is not None and self.words_go_on(logits, proposal):
-            word = self.rt.piece(int(np.argmax(logits))).decode("utf-8", "replace")
+            word = self.top_word(logits)
             if not self.past_cursor() and word.strip().lower() in LEAD_WORDS:
                 self._lead_word = (proposal.chunk_id, word)  # the value may come after the model's word instead
             return False
@@ -507,11 +507,14 @@ class Decoder:
         personal website," -> " and" 0.35 or more, bench/entities.py)."""
         if not self._text.rstrip(" \t")[-1:].isalnum():
             return False
-        top = int(np.argmax(logits))
-        word = self.rt.piece(top).decode("utf-8", "replace").strip()
+        word = self.top_word(logits).strip()
         if not word.isalpha() or word.lower() in STAND_INS or proposal.text.lstrip().lower().startswith(word.lower()):
             return False
-        return token_probability(logits, top) >= GOES_ON
+        return token_probability(logits, int(np.argmax(logits))) >= GOES_ON
+
+    def top_word(self, logits: np.ndarray) -> str:
+        """The text of the model's most likely next token (*logits*, (V,)), as it would be written."""
+        return self.rt.piece(int(np.argmax(logits))).decode("utf-8", "replace")
 
     def value_after_lead_word(self, proposal: Proposal, logits: np.ndarray | None) -> bool:
         """After the lead word (:data:`LEAD_WORDS`) the model was sure of where a value was first
@@ -521,7 +524,7 @@ class Decoder:
         next token is asked as well."""
         if proposal.chunk_id != self._lead_word[0] or logits is None:
             return False
-        word = self.rt.piece(int(np.argmax(logits))).decode("utf-8", "replace").strip()
+        word = self.top_word(logits).strip()
         return not (word[:1].islower() and word.isalpha())
 
     def reader_named_here(self, proposal: Proposal) -> bool:
