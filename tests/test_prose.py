@@ -194,8 +194,7 @@ def test_a_value_comes_after_the_word_the_model_was_sure_of(phone_library):
     """Decoder.value_after_lead_word.  Bug caught: "I can be reached by phone" -> the model's " at" was
     sure (words_go_on kept the phone out at the cursor), and after that word no value of the user's could
     come any more, so the suggestion was " at" and then nothing (an invented number, withheld).  Now the
-    phone follows the model's word, as one highlighted chunk; where the model's words after its own are
-    ordinary prose ("As part" -> " of the"), still nothing of the user's."""
+    phone follows the model's word, as one highlighted chunk."""
     engine, settings = phone_library, Settings()
     phone = next(i for i, t in engine.store.chunk_texts(["pii"]).items() if t.startswith("+47"))
     out = engine.generate(settings.suggestion_request("Hi Sam,\n\nIf you need me over the weekend, I can be "
@@ -212,19 +211,19 @@ def test_a_value_comes_after_the_word_the_model_was_sure_of(phone_library):
     assert [s.chunk_id for s in out.spans] == [email], out.text
     assert out.text.startswith(" at hello@teookafor.dev"), out.text  # not " at\nhello@teookafor.dev"
     teo.store.close()
-    out = engine.generate(settings.suggestion_request("Hi Sam,\n\nThe new booking page goes live on Friday. "
-                                                      "As part"), record_use=False)
-    assert not out.spans, out.text
 
 
 def test_only_a_lead_in_word_of_the_models_comes_before_a_value(library):
-    """LEAD_WORDS.  Bug caught: any word the model was sure of let a value follow it, so "It now connects
-    to your mailing" got " address jonas.berg@example.org." here (and in bench/prose.py, "Kind" got
-    " regards Mara Lindqvist" on one line, "...your mailing" " list" and Teo's email)."""
+    """LEAD_WORDS and value_after_lead_word.  Bugs caught: any word the model was sure of let a value
+    follow it, so "It now connects to your mailing" got " address jonas.berg@example.org." here (and in
+    bench/prose.py, "Kind" got " regards Mara Lindqvist" on one line, "...your mailing" " list" and Teo's
+    email); and after a lead word followed by ordinary prose, "As part" got " of Site Manager," without
+    the check of the model's next word (it expects " the")."""
     engine, _ids = library
-    out = engine.generate(Settings().suggestion_request("Hi Jo,\n\nIt now connects to your mailing"),
-                          record_use=False)
-    assert not out.spans, out.text
+    for text in ("Hi Jo,\n\nIt now connects to your mailing",
+                 "Hi Jo,\n\nThe new booking page goes live on Friday. As part"):
+        out = engine.generate(Settings().suggestion_request(text), record_use=False)
+        assert not out.spans, (text, out.text)
 
 
 def test_after_the_models_lead_word_only_that_value_comes(library, runtime, monkeypatch):
