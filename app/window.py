@@ -180,7 +180,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.model_label = QLabel("Loading model…")
         self.stats_label = QLabel("")
         self.progress = QProgressBar()
-        self.progress.setMaximumWidth(180)
+        self.progress.setMaximumWidth(180)          # widened to its words in _on_progress
         self.progress.setVisible(False)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setVisible(False)
@@ -369,6 +369,11 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.progress.setMaximum(max(total, 1))
         self.progress.setValue(done)
         self.progress.setFormat(f"{what} %p%")
+        # Wide enough for its words at 100%: at a fixed 180 px "Learning from your writing 68%" wrapped
+        # onto two clipped lines (seen under Xvfb, tools/xvfb_learn_menu.sh).
+        needed = self.progress.fontMetrics().horizontalAdvance(f"{what} 100%") + 24
+        self.progress.setMinimumWidth(needed)
+        self.progress.setMaximumWidth(max(needed, 180))
 
     def _on_store_ready(self, contexts: int) -> None:
         self.progress.setVisible(False)
@@ -669,11 +674,11 @@ class ComposeWindow(QMainWindow, EmailActions):
     def _on_learned(self, info: dict) -> None:
         self._on_store_ready(info["contexts"])
         phrases = info.get("learned_phrases", 0)
+        # Short enough for the status bar beside the model's name: the longer sentence was cut off
+        # mid-word (tools/xvfb_learn_menu.sh). What was learned is listed in What Chunkwise learned….
         self.statusBar().showMessage(
-            f"Learned from {info['documents']} document(s): {info['new_chunks']} phrase(s) you repeat, "
-            + (f"{phrases} way(s) you lead into your own details, " if phrases else "")
-            + "and your usual wording; used from the next suggestion on.",
-            10000)
+            f"Learned from {info['documents']} document(s): {info['new_chunks']} phrase(s)"
+            + (f", {phrases} way(s) into your details" if phrases else "") + ".", 10000)
 
     def open_library(self) -> None:
         from .library import LibraryDialog

@@ -387,6 +387,12 @@ def test_learning_from_writing_and_tuning_from_settings(qtbot, make_window, tmp_
     assert asked, "the menu action must ask which files to learn from"
     assert learned.args[0]["new_chunks"] > 0 and learned.args[0]["knn_entries"] > 0
     qtbot.waitUntil(lambda: "Learned from 3 document(s)" in w.statusBar().currentMessage(), timeout=5000)
+    # The report fits beside the status bar's permanent widgets at the window's own size (it was cut off
+    # mid-word under Xvfb, tools/xvfb_learn_menu.sh).
+    bar = w.statusBar()
+    taken = sum(x.width() for x in (w.stats_label, w.model_label, w.alt_label, w.progress, w.cancel_button)
+                if x.isVisible())
+    assert bar.fontMetrics().horizontalAdvance(bar.currentMessage()) <= bar.width() - taken - 20
     with ChunkStore(w.settings.db_path) as store:
         assert store.list_chunks(kind="teacher")
 
@@ -999,3 +1005,16 @@ def test_the_status_bar_says_when_a_suggestion_stopped_before_a_made_up_detail(q
     type_and_wait(qtbot, w, " once you land. Thanks for")          # an ordinary suggestion clears it
     assert w.stats_label.text() == ""
 
+
+
+def test_the_progress_bar_is_wide_enough_for_its_words(qtbot, make_window):
+    """Bug caught (seen under Xvfb, tools/xvfb_learn_menu.sh): the status bar's progress bar was a fixed
+    180 px, so "Learning from your writing 68%" wrapped onto two clipped lines."""
+    w = make_window()
+    for what in ("Learning from your writing", "Tuning the threshold", "Encoding chunks"):
+        w.worker.progress.emit(what, 68, 100)                     # as the worker reports a long job
+        qtbot.waitUntil(lambda: w.progress.format().startswith(what) and w.progress.isVisible(), timeout=5000)
+        qtbot.waitUntil(lambda: w.progress.width() >= w.progress.fontMetrics().horizontalAdvance(w.progress.text()),
+                        timeout=2000)
+    w.worker.progress.emit("Learning from your writing", 100, 100)
+    qtbot.waitUntil(lambda: not w.progress.isVisible(), timeout=5000)
