@@ -6,20 +6,33 @@
                      that ask for contact details: forward passes saved (FPS) and time
                      per token saved (TTS) as in the CD-LM paper, section 6.1
 
-Runs alternate between the two systems (A B A B ...) so that machine noise hits both.
+  the editor's path  (--editor-path) the store a user has after a day, the editor's own request:
+                     each persona's day-one library plus Tools -> Learn from my writing on their
+                     sent mail (bench/keystrokes.py learned_engine), Settings().suggestion_request
+                     (24 tokens, stop at a blank line, natural end, kNN-LM on) at word boundaries of
+                     their new emails, against the same model with no store and chunks and the
+                     kNN-LM off, same request otherwise
+
+Runs alternate between the two systems (A B A B ...) so that machine noise hits both.  On the
+editor's path both caches hold the same text before each request: the email up to the word before
+the last, as the editor's cache does when the user pauses after a word.
 
     python bench/decoding.py [--repeats 3] [--max-tokens 64]
+    python bench/decoding.py --editor-path [--stride 6]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
 
 from bench.common import machine, save_plot, table  # noqa: E402
 from chunkwise.core import ChunkStore, Engine, GenerationRequest  # noqa: E402
@@ -50,11 +63,80 @@ def timed(fn):
     return out, time.perf_counter() - t
 
 
+def timed_suggestion(engine: Engine, request: GenerationRequest, cached: str) -> tuple[float, float, object]:
+    """(seconds to the first piece of text, seconds in all, stats) of one suggestion, the cache holding
+    *cached* (the text before the last word typed, as the editor's cache does at a typing pause) and
+    nothing else, whatever the previous request left there."""
+    engine.runtime.reset()
+    tokens = engine.runtime.tokenize(cached, add_special=True)
+    if tokens:                                   # none before an email's first word
+        engine.runtime.sync(tokens, hidden=False)
+    start, first = time.perf_counter(), None
+    generation = engine.stream(request)
+    for piece in generation:
+        if first is None and piece.text:
+            first = time.perf_counter() - start
+    total = time.perf_counter() - start
+    return (total if first is None else first), total, generation.stats
+
+
+def editor_path(stride: int) -> None:
+    """Plain decoding against Chunkwise on the store and request users have (see the module docstring)."""
+    import tempfile
+
+    from bench.keystrokes import body_prompt, emails, learned_engine
+    from chunkwise.core.settings import Settings
+
+    plain_settings, our_settings = Settings(chunks_enabled=False, knn_enabled=False), Settings()
+    print(f"Machine: {machine()}\nThe editor's path: persona library + learned store, Settings() request "
+          f"({our_settings.max_tokens} tokens, stop at a blank line, natural end, kNN-LM on), every "
+          f"{stride}th word boundary of the new emails (dev and test); plain: no store, chunks and kNN-LM off; "
+          f"both caches hold the text up to the last word before each request\n")
+    sides = {"plain": [], "chunkwise": []}          # (first s, total s, stats) per suggestion
+    with tempfile.TemporaryDirectory() as tmp:
+        plain, runtime = None, None
+        for persona in ("mara", "teo"):
+            ours = learned_engine(Path(tmp), persona, runtime, True)
+            runtime = ours.runtime
+            plain = plain or Engine(store=ChunkStore(":memory:"), n_threads=2, runtime=runtime)
+            for email in emails(persona, "all"):
+                cuts = [m.end() for m in re.finditer(r"\S+", email)][::stride]
+                for cut in cuts:
+                    prompt, _ = body_prompt(email[:cut] + " ")
+                    cached = prompt[:prompt.rstrip().rfind(" ") + 1].rstrip(" ")    # before the last word
+                    for name, engine, settings in (("plain", plain, plain_settings), ("chunkwise", ours, our_settings)):
+                        sides[name].append(timed_suggestion(engine, settings.suggestion_request(prompt), cached))
+            ours.store.close()
+    rows = []
+    base = None
+    for name, runs in sides.items():
+        tokens = sum(r[2].tokens for r in runs)
+        steps = sum(r[2].steps for r in runs)
+        decode = sum(r[2].decode_seconds for r in runs)
+        per_token = decode / max(tokens, 1)
+        base = per_token if base is None else base
+        first = np.array([r[0] for r in runs]) * 1000
+        total = np.array([r[1] for r in runs]) * 1000
+        rows.append([name, len(runs), f"{tokens / len(runs):.1f}", sum(r[2].chunks for r in runs),
+                     f"{100 * (1 - steps / max(tokens, 1)):.1f}%", f"{1000 * per_token:.2f}",
+                     f"{100 * (1 - per_token / base):.1f}%",
+                     f"{np.percentile(first, 50):.0f} / {np.percentile(first, 90):.0f}",
+                     f"{np.percentile(total, 50):.0f} / {np.percentile(total, 90):.0f}"])
+    print(table(["side", "suggestions", "tokens per suggestion", "chunks inserted", "FPS",
+                 "decode ms per token", "TTS vs plain", "first text p50 / p90 (ms)",
+                 "whole suggestion p50 / p90 (ms)"], rows))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--editor-path", action="store_true", help="only the editor's path (populated store, editor request)")
+    ap.add_argument("--stride", type=int, default=6, help="--editor-path: a suggestion at every Nth word boundary")
     args = ap.parse_args()
+    if args.editor_path:
+        editor_path(args.stride)
+        return
     from llama_cpp import Llama
 
     model = bundled_model_path()
