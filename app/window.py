@@ -370,8 +370,10 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.progress.setValue(done)
         self.progress.setFormat(f"{what} %p%")
         # Wide enough for its words at 100%: at a fixed 180 px "Learning from your writing 68%" wrapped
-        # onto two clipped lines (seen under Xvfb, tools/xvfb_learn_menu.sh).
+        # onto two clipped lines (seen under Xvfb, tools/xvfb_learn_menu.sh).  At most a third of the
+        # window, so a long label never pushes the window wider than the user made it.
         needed = self.progress.fontMetrics().horizontalAdvance(f"{what} 100%") + 24
+        needed = min(needed, max(180, self.width() // 3))
         self.progress.setMinimumWidth(needed)
         self.progress.setMaximumWidth(max(needed, 180))
 

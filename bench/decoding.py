@@ -28,6 +28,7 @@ import re
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -63,10 +64,10 @@ def timed(fn):
     return out, time.perf_counter() - t
 
 
-def timed_suggestion(engine: Engine, request: GenerationRequest, cached: str) -> tuple[float, float, object]:
-    """(seconds to the first piece of text, seconds in all, stats) of one suggestion, the cache holding
-    *cached* (the text before the last word typed, as the editor's cache does at a typing pause) and
-    nothing else, whatever the previous request left there."""
+def timed_suggestion(engine: Engine, request: GenerationRequest, cached: str) -> tuple[float | None, float, object]:
+    """(seconds to the first piece of text, None if it showed none; seconds in all; stats) of one
+    suggestion, the cache holding *cached* (the text before the last word typed, as the editor's cache
+    does at a typing pause) and nothing else, whatever the previous request left there."""
     engine.runtime.reset()
     tokens = engine.runtime.tokenize(cached, add_special=True)
     if tokens:                                   # none before an email's first word
@@ -76,8 +77,7 @@ def timed_suggestion(engine: Engine, request: GenerationRequest, cached: str) ->
     for piece in generation:
         if first is None and piece.text:
             first = time.perf_counter() - start
-    total = time.perf_counter() - start
-    return (total if first is None else first), total, generation.stats
+    return first, time.perf_counter() - start, generation.stats
 
 
 def editor_path(stride: int) -> None:
@@ -91,7 +91,7 @@ def editor_path(stride: int) -> None:
     print(f"Machine: {machine()}\nThe editor's path: persona library + learned store, Settings() request "
           f"({our_settings.max_tokens} tokens, stop at a blank line, natural end, kNN-LM on), every "
           f"{stride}th word boundary of the new emails (dev and test); plain: no store, chunks and kNN-LM off; "
-          f"both caches hold the text up to the last word before each request\n")
+          f"before each request both caches hold the email up to the word before the last\n")
     sides = {"plain": [], "chunkwise": []}          # (first s, total s, stats) per suggestion
     with tempfile.TemporaryDirectory() as tmp:
         plain, runtime = None, None
@@ -115,16 +115,21 @@ def editor_path(stride: int) -> None:
         decode = sum(r[2].decode_seconds for r in runs)
         per_token = decode / max(tokens, 1)
         base = per_token if base is None else base
-        first = np.array([r[0] for r in runs]) * 1000
+        shown = [r for r in runs if r[0] is not None]              # a suggestion with no text shows nothing
+        first = np.array([r[0] for r in shown] or [0.0]) * 1000
         total = np.array([r[1] for r in runs]) * 1000
-        rows.append([name, len(runs), f"{tokens / len(runs):.1f}", sum(r[2].chunks for r in runs),
+        prefill = np.array([r[2].prefill_seconds for r in runs]) * 1000
+        stops = Counter(r[2].stop_reason for r in runs)
+        rows.append([name, len(runs), len(runs) - len(shown), f"{tokens / len(runs):.1f}", sum(r[2].chunks for r in runs),
                      f"{100 * (1 - steps / max(tokens, 1)):.1f}%", f"{1000 * per_token:.2f}",
-                     f"{100 * (1 - per_token / base):.1f}%",
+                     f"{100 * (1 - per_token / base):.1f}%", f"{np.median(prefill):.1f}",
                      f"{np.percentile(first, 50):.0f} / {np.percentile(first, 90):.0f}",
-                     f"{np.percentile(total, 50):.0f} / {np.percentile(total, 90):.0f}"])
-    print(table(["side", "suggestions", "tokens per suggestion", "chunks inserted", "FPS",
-                 "decode ms per token", "TTS vs plain", "first text p50 / p90 (ms)",
-                 "whole suggestion p50 / p90 (ms)"], rows))
+                     f"{np.percentile(total, 50):.0f} / {np.percentile(total, 90):.0f}",
+                     ", ".join(f"{k} {v}" for k, v in stops.most_common())])
+    print(table(["side", "suggestions", "with no text", "tokens per suggestion", "chunks inserted", "FPS",
+                 "decode ms per token (prefill excluded)", "TTS vs plain", "prefill ms, median",
+                 "first text p50 / p90 (ms, those with text)", "whole suggestion p50 / p90 (ms)",
+                 "why they ended"], rows))
 
 
 def main() -> None:

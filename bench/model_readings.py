@@ -11,8 +11,9 @@ cursor.  Issue 10 asks for evidence the model itself gives; two such readings ar
                 a bare line break
   classifier    the user's chunk with the highest type agreement (ChunkMatcher.type_agreement)
 
-Printed: for how many positives each reading's best chunk is the right one (the profile only, as
-bench/slot_reading.py reads it).  Dev split unless told.
+Printed: for how many positives each reading's best chunk is the right one, over all of them and
+over those the classifier misses at the type cut (the profile only, as bench/slot_reading.py reads
+it).  Dev split unless told.
 
     python bench/model_readings.py --split dev
 """
@@ -72,7 +73,8 @@ def main() -> None:
         if c["kind"] == "positive":
             by_user[c["user"]].append(c)
     right = {"value PMI": 0, "field probe": 0, "classifier": 0}
-    cases, rt = 0, None
+    weak = dict.fromkeys(right, 0)      # right, among the positives the classifier misses at the type cut
+    cases, misses, rt = 0, 0, None
     with tempfile.TemporaryDirectory() as tmp:
         for user, items in sorted(by_user.items()):
             path = Path(tmp) / f"{user}.db"
@@ -92,16 +94,23 @@ def main() -> None:
                 tokens = rt.tokenize(text, add_special=True)
                 out = rt.sync(tokens, last=local_rows(len(tokens)), hidden=True, copy=True)
                 agreement = m.type_agreement(out.hidden[-1], local_mean(out.hidden), text)
+                best = max(agreement, key=agreement.get)
+                missed = field_of[best] != case["field"] or agreement[best] < m.type_cutoff
                 for name, reading in (("value PMI", pmi), ("field probe", probe), ("classifier", agreement)):
-                    right[name] += field_of[max(reading, key=reading.get)] == case["field"]
+                    hit = field_of[max(reading, key=reading.get)] == case["field"]
+                    right[name] += hit
+                    weak[name] += hit and missed
                 cases += 1
+                misses += missed
             engine.store.close()
     if rt is not None:
         rt.close()
     print(f"Machine: {machine()}\nSplit {args.split}: {cases} positives (the profile only), value PMI over "
           f"{args.tokens} tokens\n")
-    print(table(["reading", "best chunk is the right one"],
-                [[name, f"{n}/{cases} ({100 * n / max(cases, 1):.0f}%)"] for name, n in right.items()]))
+    print(table(["reading", "best chunk is the right one", "... where the classifier misses at the cut"],
+                [[name, f"{n}/{cases} ({100 * n / max(cases, 1):.0f}%)", f"{weak[name]}/{misses}"]
+                 for name, n in right.items()]))
+    print("\n(\"misses at the cut\": its best chunk is the wrong one, or reads under the type cut)")
 
 
 if __name__ == "__main__":

@@ -60,8 +60,10 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
                 named = label_fields(text)       # as ChunkMatcher.typed_proposal: a label's own field
                 agreement = {k: v for k, v in agreement.items() if named is None or m.typed_field(k) in named}
                 best, score = max(agreement.items(), key=lambda kv: kv[1]) if agreement else (None, 0.0)
+                # The best reading among the user's chunks of another field (--clear-lead's rival).
+                rival = max((a for k, a in agreement.items() if m.typed_field(k) != m.typed_field(best)), default=0.0)
                 row = {"id": c["id"], "kind": c["kind"], "field": c.get("field"), "best": field_of.get(best),
-                       "agreement": score, "someone_elses": others,
+                       "agreement": score, "rival": rival, "someone_elses": others,
                        "probe": whose.writer_evidence(rt), "cue": whose.person_cue(text),
                        "label": whose.form_label(text),
                        # Decoder.a_places_detail: a place named nearer than the writer, and a contact detail
@@ -79,11 +81,15 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
     return rows, cut
 
 
-def replay(rows: list[dict], cut: float, bar: float, cue: bool = True) -> dict:
+def replay(rows: list[dict], cut: float, bar: float, cue: bool = True, lead: tuple[float, float] | None = None) -> dict:
+    """*lead* (share, times): the tried clear lead (bench/data/tried/clear-lead.patch): a reading at
+    least *times* its rival's passes at *share* of the cut."""
     counts = {"right": 0, "wrong": 0, "third_party": 0, "neutral": 0}
     for r in rows:
         through = whose.writer_owns(r["cue"] if cue else None, lambda: r["probe"], bar, label=r["label"])
-        filled = (r["agreement"] >= cut and through and not r["place"]
+        passes = r["agreement"] >= cut or (lead is not None and r["agreement"] >= lead[0] * cut
+                                           and r["agreement"] >= lead[1] * r["rival"])
+        filled = (passes and through and not r["place"]
                   and not someone_elses_here(r["agreement"], r["someone_elses"]))
         if r["kind"] == "positive":
             counts["right"] += filled and r["best"] == r["field"]
@@ -132,7 +138,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", choices=("dev", "test"), default="dev")
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--clear-lead", action="store_true", help="replay the tried clear lead (shares of the cut, times the rival)")
     args = ap.parse_args()
+    if args.clear_lead:
+        rows, cut = read_cases(args.split, args.verbose)
+        n = sum(r["kind"] == "positive" for r in rows)
+        out = []
+        for lead in (None, (0.71, 1.0), (0.57, 1.0), (0.57, 2.0), (0.57, 3.0), (0.57, 4.0)):
+            c = replay(rows, cut, -2.0, True, lead)
+            out.append(["off" if lead is None else f"{lead[0]} / {lead[1]:g}", f"{c['right']}/{n}", c["wrong"],
+                        c["third_party"], c["neutral"]])
+        print(f"### {args.split}: the clear lead replayed at the cursor (type cut {cut:.2f}, probe bar -2.0)\n")
+        print(table(["share of the cut / times the rival", "right", "wrong field", "third party", "neutral"], out))
+        for r in rows:          # the positives whose best reading is the wrong chunk or under the cut
+            if r["kind"] == "positive" and (r["best"] != r["field"] or r["agreement"] < cut):
+                print(f"  {r['id']} {r['field']}: best {r['best']} {r['agreement']:.2f}, rival {r['rival']:.2f}")
+        return
     print("### the person cue on the shipped training corpora\n")
     print(corpus_cues(), flush=True)
     rows, cut = read_cases(args.split, args.verbose)
