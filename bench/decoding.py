@@ -14,8 +14,8 @@
                      kNN-LM off, same request otherwise
 
 Runs alternate between the two systems (A B A B ...) so that machine noise hits both.  On the
-editor's path both caches hold the same text before each request: the email up to the word before
-the last, as the editor's cache does when the user pauses after a word.
+editor's path each side first answers, untimed, the request a word earlier, as the editor did at
+the previous pause, so each cache holds that draft and what was generated after it.
 
     python bench/decoding.py [--repeats 3] [--max-tokens 64]
     python bench/decoding.py --editor-path [--stride 6]
@@ -64,14 +64,14 @@ def timed(fn):
     return out, time.perf_counter() - t
 
 
-def timed_suggestion(engine: Engine, request: GenerationRequest, cached: str) -> tuple[float | None, float, object]:
+def timed_suggestion(engine: Engine, request: GenerationRequest, before: GenerationRequest | None) -> tuple[float | None, float, object]:
     """(seconds to the first piece of text, None if it showed none; seconds in all; stats) of one
-    suggestion, the cache holding *cached* (the text before the last word typed, as the editor's cache
-    does at a typing pause) and nothing else, whatever the previous request left there."""
+    suggestion, after the suggestion *before* (the one asked at the previous pause, a word earlier)
+    ran untimed on an emptied cache: the cache then holds what the editor's does, that draft and
+    what was generated after it, read as this engine reads it."""
     engine.runtime.reset()
-    tokens = engine.runtime.tokenize(cached, add_special=True)
-    if tokens:                                   # none before an email's first word
-        engine.runtime.sync(tokens, hidden=False)
+    if before is not None:                       # none before an email's first word
+        engine.generate(before, record_use=False)
     start, first = time.perf_counter(), None
     generation = engine.stream(request)
     for piece in generation:
@@ -91,12 +91,18 @@ def editor_path(stride: int) -> None:
     print(f"Machine: {machine()}\nThe editor's path: persona library + learned store, Settings() request "
           f"({our_settings.max_tokens} tokens, stop at a blank line, natural end, kNN-LM on), every "
           f"{stride}th word boundary of the new emails (dev and test); plain: no store, chunks and kNN-LM off; "
-          f"before each request both caches hold the email up to the word before the last\n")
-    sides = {"plain": [], "chunkwise": []}          # (first s, total s, stats) per suggestion
+          f"before each request, each side has answered the request a word earlier (untimed)\n")
+    sides = {"plain": [], "chunkwise": [], "chunkwise, rows read again": []}   # (first s, total s, stats) each
     with tempfile.TemporaryDirectory() as tmp:
         plain, runtime = None, None
         for persona in ("mara", "teo"):
             ours = learned_engine(Path(tmp), persona, runtime, True)
+            if runtime is None:
+                # The third side: the local window's rows evaluated again at every request, as before
+                # LlamaRuntime.sync's reuse_hidden (the same engine; only this is switched off).
+                real_sync, reread = ours.runtime.sync, [False]
+                ours.runtime.sync = lambda *a, **k: real_sync(*a, **dict(k, reuse_hidden=k.get("reuse_hidden", False)
+                                                                          and not reread[0]))
             runtime = ours.runtime
             plain = plain or Engine(store=ChunkStore(":memory:"), n_threads=2, runtime=runtime)
             for email in emails(persona, "all"):
@@ -104,8 +110,11 @@ def editor_path(stride: int) -> None:
                 for cut in cuts:
                     prompt, _ = body_prompt(email[:cut] + " ")
                     cached = prompt[:prompt.rstrip().rfind(" ") + 1].rstrip(" ")    # before the last word
-                    for name, engine, settings in (("plain", plain, plain_settings), ("chunkwise", ours, our_settings)):
-                        sides[name].append(timed_suggestion(engine, settings.suggestion_request(prompt), cached))
+                    for name, engine, settings in (("plain", plain, plain_settings), ("chunkwise", ours, our_settings),
+                                                   ("chunkwise, rows read again", ours, our_settings)):
+                        reread[0] = name == "chunkwise, rows read again"
+                        before = settings.suggestion_request(cached) if cached.strip() else None
+                        sides[name].append(timed_suggestion(engine, settings.suggestion_request(prompt), before))
             ours.store.close()
     rows = []
     base = None

@@ -319,7 +319,8 @@ class Decoder:
         self.stats.prompt_tokens = len(tokens)
         self.stats.prompt_reused = min(self.rt.common_prefix(tokens), len(tokens) - 1)
         window = local_rows(len(tokens)) if self._hidden else 1
-        out = self.rt.sync(tokens, last=window, hidden=self._hidden, copy=False)   # logits (w, V), hidden (w, d)
+        out = self.rt.sync(tokens, last=window, hidden=self._hidden, copy=False,   # logits (<= w, V), hidden (w, d)
+                           reuse_hidden=True)
         self._recent_hidden = list(out.hidden)
         return self._state(out.logits[-1])
 

@@ -70,6 +70,46 @@ def test_sync_reuses_the_longest_shared_prefix(runtime):
     np.testing.assert_allclose(fresh.logits[-1], incremental.logits[-1], atol=0.05)
 
 
+
+def test_sync_reuses_hidden_states_read_before_and_only_those(runtime):
+    """What a typing pause does: the previous suggestion read the draft's last tokens with their hidden
+    states; the next request, one word longer, evaluates only the new tokens and gets the local
+    window's rows of the old ones as read then (the same numbers a fresh evaluation gives).
+    Bugs caught: rows re-evaluated every time (the cost this saves), and stale rows served for
+    positions whose tokens changed since, or that were evaluated without their hidden states."""
+    runtime.reset()
+    draft = runtime.tokenize("Dear Anna, thank you for the lovely dinner on Saturday.")
+    word = runtime.tokenize(" We", add_special=False)
+    runtime.sync(draft, last=3)                                   # the previous request read 3 rows
+    before = runtime.evaluated_tokens
+    reused = runtime.sync(draft + word, last=3, reuse_hidden=True)
+    assert runtime.evaluated_tokens - before == len(word)         # the new word alone
+    assert reused.hidden.shape == (3, runtime.n_embd) and len(reused.logits) == len(word)
+    runtime.reset()
+    fresh = runtime.sync(draft + word, last=3)
+    np.testing.assert_allclose(reused.hidden, fresh.hidden, atol=1e-3)
+    np.testing.assert_allclose(reused.logits[-1], fresh.logits[-1], atol=0.05)
+
+    # Read without hidden states: nothing to reuse, so the window is evaluated as before.
+    runtime.reset()
+    runtime.sync(draft, hidden=False)
+    before = runtime.evaluated_tokens
+    runtime.sync(draft + word, last=3, reuse_hidden=True)
+    assert runtime.evaluated_tokens - before == 3
+    # Other tokens at the same positions since: their rows are not the old ones.
+    runtime.reset()
+    other = runtime.tokenize("Dear Anna, thank you for the lovely lunch on Sunday.")
+    assert len(other) == len(draft) and other[:8] == draft[:8] and other[8] != draft[8]   # "lunch" for "dinner"
+    runtime.sync(other, last=3)                                   # rows read at the last three positions
+    runtime.truncate(8)
+    runtime.eval(draft[8:], outputs="last", hidden=False)         # draft's tail there, no rows read
+    before = runtime.evaluated_tokens
+    now = runtime.sync(draft + word, last=3, reuse_hidden=True)
+    assert runtime.evaluated_tokens - before == 3                 # other's rows were not taken
+    runtime.reset()
+    np.testing.assert_allclose(now.hidden, runtime.sync(draft + word, last=3).hidden, atol=1e-3)
+    runtime.reset()
+
 def test_the_side_context_reads_as_the_main_one(runtime):
     """Library contexts are read in the side context (LlamaRuntime.aside) so the draft stays cached in
     the main one; their stored vectors must be what the main context gives (matching compares them
