@@ -20,10 +20,7 @@ it).  Dev split unless told.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import tempfile
-from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -31,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from bench.common import machine, table  # noqa: E402
-from bench.personal import DATA, body_prompt, build_store, load_cases  # noqa: E402
-from chunkwise.core import ChunkStore, Engine  # noqa: E402
+from bench.personal import body_prompt, load_cases  # noqa: E402
+from bench.slot_reading import user_engines  # noqa: E402
 from chunkwise.core.encoding import local_mean, local_rows  # noqa: E402
 
 NEUTRAL = "\n"                 # the text the readings are compared against
@@ -67,44 +64,32 @@ def main() -> None:
     ap.add_argument("--split", choices=("dev", "test"), default="dev")
     ap.add_argument("--tokens", type=int, default=4, help="value tokens the value PMI reads")
     args = ap.parse_args()
-    profiles = json.loads((DATA / "profiles.json").read_text(encoding="utf-8"))
-    by_user = defaultdict(list)
-    for c in load_cases(args.split):
-        if c["kind"] == "positive":
-            by_user[c["user"]].append(c)
+    positives = [c for c in load_cases(args.split) if c["kind"] == "positive"]
     right = {"value PMI": 0, "field probe": 0, "classifier": 0}
     weak = dict.fromkeys(right, 0)      # right, among the positives the classifier misses at the type cut
-    cases, misses, rt = 0, 0, None
-    with tempfile.TemporaryDirectory() as tmp:
-        for user, items in sorted(by_user.items()):
-            path = Path(tmp) / f"{user}.db"
-            field_of = build_store(path, profiles[user])
-            engine = Engine(store=ChunkStore(path), n_threads=2, runtime=rt)
-            rt, m = engine.runtime, engine.matcher
-            engine.refresh()
-            values = {c: profiles[user]["fields"][f]["value"] for c, f in field_of.items()}
-            labels = {c: rt.tokenize(" " + m.chunk_info(c)["label"].lower(), add_special=False)[0] for c in field_of}
-            base_value = {c: value_logprob(rt, NEUTRAL, v, args.tokens) for c, v in values.items()}
-            base_probe = probe_logprobs(rt, NEUTRAL, labels)
-            for case in items:
-                text = body_prompt(case["text"])
-                pmi = {c: value_logprob(rt, text, v, args.tokens) - base_value[c] for c, v in values.items()}
-                probe = {c: lp - base_probe[c] for c, lp in probe_logprobs(rt, text, labels).items()}
-                rt.reset()
-                tokens = rt.tokenize(text, add_special=True)
-                out = rt.sync(tokens, last=local_rows(len(tokens)), hidden=True, copy=True)
-                agreement = m.type_agreement(out.hidden[-1], local_mean(out.hidden), text)
-                best = max(agreement, key=agreement.get)
-                missed = field_of[best] != case["field"] or agreement[best] < m.type_cutoff
-                for name, reading in (("value PMI", pmi), ("field probe", probe), ("classifier", agreement)):
-                    hit = field_of[max(reading, key=reading.get)] == case["field"]
-                    right[name] += hit
-                    weak[name] += hit and missed
-                cases += 1
-                misses += missed
-            engine.store.close()
-    if rt is not None:
-        rt.close()
+    cases, misses = 0, 0
+    for items, engine, field_of, profile in user_engines(positives):
+        rt, m = engine.runtime, engine.matcher
+        values = {c: profile["fields"][f]["value"] for c, f in field_of.items()}
+        labels = {c: rt.tokenize(" " + m.chunk_info(c)["label"].lower(), add_special=False)[0] for c in field_of}
+        base_value = {c: value_logprob(rt, NEUTRAL, v, args.tokens) for c, v in values.items()}
+        base_probe = probe_logprobs(rt, NEUTRAL, labels)
+        for case in items:
+            text = body_prompt(case["text"])
+            pmi = {c: value_logprob(rt, text, v, args.tokens) - base_value[c] for c, v in values.items()}
+            probe = {c: lp - base_probe[c] for c, lp in probe_logprobs(rt, text, labels).items()}
+            rt.reset()
+            tokens = rt.tokenize(text, add_special=True)
+            out = rt.sync(tokens, last=local_rows(len(tokens)), hidden=True, copy=True)
+            agreement = m.type_agreement(out.hidden[-1], local_mean(out.hidden), text)
+            best = max(agreement, key=agreement.get)
+            missed = field_of[best] != case["field"] or agreement[best] < m.type_cutoff
+            for name, reading in (("value PMI", pmi), ("field probe", probe), ("classifier", agreement)):
+                hit = field_of[max(reading, key=reading.get)] == case["field"]
+                right[name] += hit
+                weak[name] += hit and missed
+            cases += 1
+            misses += missed
     print(f"Machine: {machine()}\nSplit {args.split}: {cases} positives (the profile only), value PMI over "
           f"{args.tokens} tokens\n")
     print(table(["reading", "best chunk is the right one", "... where the classifier misses at the cut"],

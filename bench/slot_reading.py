@@ -35,49 +35,58 @@ from chunkwise.core.slots import features, label_fields  # noqa: E402
 BARS = (-0.5, -1.0, -1.5, -2.0, -2.5)
 
 
-def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
+def user_engines(cases: list[dict]):
+    """For each user of *cases* in turn: (their cases, an engine on their profile alone, chunk id ->
+    field, their profile), one runtime shared; the store is closed and the runtime too at the end."""
     profiles = json.loads((DATA / "profiles.json").read_text(encoding="utf-8"))
     by_user = defaultdict(list)
-    for c in load_cases(split):
+    for c in cases:
         by_user[c["user"]].append(c)
-    rows, rt, cut = [], None, 0.0
+    rt = None
     with tempfile.TemporaryDirectory() as tmp:
         for user, items in sorted(by_user.items()):
             path = Path(tmp) / f"{user}.db"
             field_of = build_store(path, profiles[user])
             engine = Engine(store=ChunkStore(path), n_threads=2, runtime=rt)
-            rt, m = engine.runtime, engine.matcher
+            rt = engine.runtime
             engine.refresh()
-            cut = m.type_cutoff
-            for c in items:
-                text = body_prompt(c["text"])
-                rt.reset()
-                tokens = rt.tokenize(text, add_special=True)
-                out = rt.sync(tokens, last=local_rows(len(tokens)), hidden=True, copy=True)
-                hidden, local = out.hidden[-1], local_mean(out.hidden)                # (d,), (d,)
-                probs = m.slots.predict(features(m.stats, hidden[None], local[None], [text]))[0]
-                agreement, others = m.type_readings(hidden, local, text)
-                named = label_fields(text)       # as ChunkMatcher.typed_proposal: a label's own field
-                agreement = {k: v for k, v in agreement.items() if named is None or m.typed_field(k) in named}
-                best, score = max(agreement.items(), key=lambda kv: kv[1]) if agreement else (None, 0.0)
-                # The best reading among the user's chunks of another field (--clear-lead's rival).
-                rival = max((a for k, a in agreement.items() if m.typed_field(k) != m.typed_field(best)), default=0.0)
-                row = {"id": c["id"], "kind": c["kind"], "field": c.get("field"), "best": field_of.get(best),
-                       "agreement": score, "rival": rival, "someone_elses": others,
-                       "probe": whose.writer_evidence(rt), "cue": whose.person_cue(text),
-                       "label": whose.form_label(text),
-                       # Decoder.a_places_detail: a place named nearer than the writer, and a contact detail
-                       "place": best is not None and whose.a_places_detail(
-                           text, m.typed_field(best), profiles[user]["fields"][field_of[best]]["value"]),
-                       "top": [(m.slots.classes[i], round(float(probs[i]), 2)) for i in np.argsort(-probs)[:3]]}
-                rows.append(row)
-                if verbose:
-                    print(f"{row['id']} {row['kind'][:3]} {str(row['field']):22} top={row['top']} "
-                          f"best={row['best']}:{score:.2f} probe={row['probe']:.2f} cue={row['cue']} "
-                          f"| {c['text'][-50:]!r}", flush=True)
+            yield items, engine, field_of, profiles[user]
             engine.store.close()
     if rt is not None:
         rt.close()
+
+
+def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
+    rows, cut = [], 0.0
+    for items, engine, field_of, profile in user_engines(load_cases(split)):
+        rt, m = engine.runtime, engine.matcher
+        cut = m.type_cutoff
+        for c in items:
+            text = body_prompt(c["text"])
+            rt.reset()
+            tokens = rt.tokenize(text, add_special=True)
+            out = rt.sync(tokens, last=local_rows(len(tokens)), hidden=True, copy=True)
+            hidden, local = out.hidden[-1], local_mean(out.hidden)                # (d,), (d,)
+            probs = m.slots.predict(features(m.stats, hidden[None], local[None], [text]))[0]
+            agreement, others = m.type_readings(hidden, local, text)
+            named = label_fields(text)       # as ChunkMatcher.typed_proposal: a label's own field
+            agreement = {k: v for k, v in agreement.items() if named is None or m.typed_field(k) in named}
+            best, score = max(agreement.items(), key=lambda kv: kv[1]) if agreement else (None, 0.0)
+            # The best reading among the user's chunks of another field (--clear-lead's rival).
+            rival = max((a for k, a in agreement.items() if m.typed_field(k) != m.typed_field(best)), default=0.0)
+            row = {"id": c["id"], "kind": c["kind"], "field": c.get("field"), "best": field_of.get(best),
+                   "agreement": score, "rival": rival, "someone_elses": others,
+                   "probe": whose.writer_evidence(rt), "cue": whose.person_cue(text),
+                   "label": whose.form_label(text),
+                   # Decoder.a_places_detail: a place named nearer than the writer, and a contact detail
+                   "place": best is not None and whose.a_places_detail(
+                       text, m.typed_field(best), profile["fields"][field_of[best]]["value"]),
+                   "top": [(m.slots.classes[i], round(float(probs[i]), 2)) for i in np.argsort(-probs)[:3]]}
+            rows.append(row)
+            if verbose:
+                print(f"{row['id']} {row['kind'][:3]} {str(row['field']):22} top={row['top']} "
+                      f"best={row['best']}:{score:.2f} probe={row['probe']:.2f} cue={row['cue']} "
+                      f"| {c['text'][-50:]!r}", flush=True)
     return rows, cut
 
 
