@@ -16,7 +16,9 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS = ["first_start.py", "decoding.py", "matching.py", "retrieval.py", "store_load.py", "editor_latency.py",
            "drafting.py",
            "anchors.py", "distill.py", "personal.py", "entities.py", "prose.py", "next_word.py", "cli_profile.py", "slot_reading.py", "keystrokes.py", "soak.py",
-           "library_update.py", "overhead.py"]
+           "library_update.py", "overhead.py", "decoding.py --editor-path", "model_readings.py"]
+# An entry with arguments writes bench/out/<script>-<arguments>.txt ("decoding.py --editor-path" ->
+# decoding-editor-path.txt), beside the script's plain run.
 # Not here: bench/retrieval.py --million (half an hour, most of it building a 1,000,000-context index),
 # whose figures the docs quote with that command and the commit they were run at.
 
@@ -36,9 +38,11 @@ def main() -> int:
             continue
         start = time.perf_counter()
         print(f"== {script}", flush=True)
-        proc = subprocess.run([sys.executable, str(HERE / script)], capture_output=True, text=True)
+        name, *extra = script.split()
+        proc = subprocess.run([sys.executable, str(HERE / name), *extra], capture_output=True, text=True)
         text = proc.stdout + (f"\n[stderr]\n{proc.stderr}" if proc.returncode else "")
-        (out_dir / f"{Path(script).stem}.txt").write_text(text, encoding="utf-8")
+        out_name = "-".join([Path(name).stem, *(a.lstrip("-") for a in extra)])
+        (out_dir / f"{out_name}.txt").write_text(text, encoding="utf-8")
         print(text, flush=True)
         print(f"== {script}: {'ok' if proc.returncode == 0 else 'FAILED'} in {time.perf_counter() - start:.0f} s\n")
         if proc.returncode:
