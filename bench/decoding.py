@@ -14,8 +14,9 @@
                      kNN-LM off, same request otherwise
 
 Runs alternate between the two systems (A B A B ...) so that machine noise hits both.  On the
-editor's path each side first answers, untimed, the request a word earlier, as the editor did at
-the previous pause, so each cache holds that draft and what was generated after it.
+editor's path the sides take turns at each place (plain, Chunkwise, Chunkwise with the runtime's
+reuse of hidden states off), and each first answers, untimed, the request a word earlier, as the
+editor did at the previous pause, so each cache holds that draft and what was generated after it.
 
     python bench/decoding.py [--repeats 3] [--max-tokens 64]
     python bench/decoding.py --editor-path [--stride 6]
@@ -64,20 +65,21 @@ def timed(fn):
     return out, time.perf_counter() - t
 
 
-def timed_suggestion(engine: Engine, request: GenerationRequest, before: GenerationRequest | None) -> tuple[float | None, float, object]:
-    """(seconds to the first piece of text, None if it showed none; seconds in all; stats) of one
+def timed_suggestion(engine: Engine, request: GenerationRequest, before: GenerationRequest | None) -> tuple:
+    """(seconds to the first piece of text, None if it showed none; seconds in all; stats; text) of one
     suggestion, after the suggestion *before* (the one asked at the previous pause, a word earlier)
     ran untimed on an emptied cache: the cache then holds what the editor's does, that draft and
     what was generated after it, read as this engine reads it."""
     engine.runtime.reset()
     if before is not None:                       # none before an email's first word
         engine.generate(before, record_use=False)
-    start, first = time.perf_counter(), None
+    start, first, text = time.perf_counter(), None, ""
     generation = engine.stream(request)
     for piece in generation:
         if first is None and piece.text:
             first = time.perf_counter() - start
-    return first, time.perf_counter() - start, generation.stats
+        text += piece.text
+    return first, time.perf_counter() - start, generation.stats, text
 
 
 def editor_path(stride: int) -> None:
@@ -135,6 +137,8 @@ def editor_path(stride: int) -> None:
                      f"{np.percentile(first, 50):.0f} / {np.percentile(first, 90):.0f}",
                      f"{np.percentile(total, 50):.0f} / {np.percentile(total, 90):.0f}",
                      ", ".join(f"{k} {v}" for k, v in stops.most_common())])
+    same = sum(a[3] == b[3] for a, b in zip(sides["chunkwise"], sides["chunkwise, rows read again"]))
+    print(f"chunkwise and 'rows read again' gave the same text at {same} of {len(sides['chunkwise'])} places\n")
     print(table(["side", "suggestions", "with no text", "tokens per suggestion", "chunks inserted", "FPS",
                  "decode ms per token (prefill excluded)", "TTS vs plain", "prefill ms, median",
                  "first text p50 / p90 (ms, those with text)", "whole suggestion p50 / p90 (ms)",

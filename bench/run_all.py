@@ -34,11 +34,11 @@ def main() -> int:
     out_dir.mkdir(exist_ok=True)
     failed = []
     for script in SCRIPTS:
-        if script in args.skip or (args.only is not None and script not in args.only):
+        name, *extra = script.split()          # --only / --skip name scripts: all of a script's entries
+        if name in args.skip or (args.only is not None and name not in args.only):
             continue
         start = time.perf_counter()
         print(f"== {script}", flush=True)
-        name, *extra = script.split()
         proc = subprocess.run([sys.executable, str(HERE / name), *extra], capture_output=True, text=True)
         text = proc.stdout + (f"\n[stderr]\n{proc.stderr}" if proc.returncode else "")
         out_name = "-".join([Path(name).stem, *(a.lstrip("-") for a in extra)])

@@ -50,7 +50,10 @@ What holds:
    batch, a prompt's prefill, a prefix ``sync`` reuses and the head
    ``_segments`` decodes apart give the logits and hidden states of going one
    token at a time within :data:`BATCH_TOLERANCE` (absolute), so the same
-   greedy choices except in near-ties.  On a build without llamafile's
+   greedy choices except in near-ties.  The same holds for hidden states
+   ``sync(..., reuse_hidden=True)`` takes as read by an earlier decode (a
+   generation step, or the previous prompt's batch) instead of evaluating
+   them again.  On a build without llamafile's
    kernels (the README's install: ``exact`` is 8, the largest probed) they
    are bit-identical too.
 4. *One mode at a time.*  Outputs are compared only within one mode, hidden
@@ -95,6 +98,7 @@ from .batch_profile import BatchProfile, measure as measure_batch_profile
 from .errors import ModelError
 from .memory_budget import check_context, kv_cache_bytes
 
+HIDDEN_KEPT = 64         # hidden states kept for sync's reuse_hidden: the newest positions read
 BATCH_TOLERANCE = 0.05   # contract point 3: |one batch - one token at a time|, logits and hidden states
 ASIDE_CTX = 512          # tokens the side context (LlamaRuntime.aside) holds: library contexts are a line or two
 
@@ -192,6 +196,10 @@ class Outputs:
     ``logits``: (n_out, n_vocab) float32, next-token scores after each position.
     ``hidden``: (n_out, n_embd) float32, the final hidden state there.
     ``positions``: (n_out,) absolute token positions these rows belong to.
+
+    Except from ``sync(..., reuse_hidden=True)``: there ``hidden`` has a row for each position
+    asked, the earlier ones as read before, while ``logits`` and ``positions`` cover only the
+    positions evaluated now (the last of them the last token's), so rows of the two do not pair.
     """
 
     logits: np.ndarray
@@ -260,9 +268,10 @@ class LlamaRuntime:
         self._embeddings_on = True
         self._tokens: tuple[int, ...] = ()  # what the KV cache holds, position by position
         self._dropped: frozenset[int] = frozenset()  # positions whose cells anchor reduction removed (holes)
-        # The final hidden state read at each cached position, where one was (sync's reuse_hidden).
-        self._hidden_rows = np.zeros((self.n_ctx, self.n_embd), np.float32)          # (n_ctx, d)
-        self._hidden_known = np.zeros(self.n_ctx, bool)
+        # The final hidden state read at each of the last cached positions, where one was (sync's
+        # reuse_hidden): position -> (d,) row.  Only the newest HIDDEN_KEPT are kept (a prefill needs
+        # the local window's few), so a long context or a wide model costs a few hundred KB at most.
+        self._hidden_at: dict[int, np.ndarray] = {}
         self._batch_profile: BatchProfile | None = None
         self.decode_calls = 0
         self.evaluated_tokens = 0  # tokens sent through llama_decode, for KV-reuse checks
@@ -429,7 +438,7 @@ class LlamaRuntime:
                 return
             self._tokens = self._tokens[:n]
             self._dropped = frozenset(p for p in self._dropped if p < n)
-            self._hidden_known[n:] = False
+            self._hidden_at = {p: row for p, row in self._hidden_at.items() if p < n}
 
     def peek(self, tokens: Sequence[int]) -> np.ndarray:
         """Log-probabilities (V,) of the token after *tokens* appended to the cache; the cache is left as it was.
@@ -449,7 +458,7 @@ class LlamaRuntime:
         self._lib.llama_memory_clear(self._memory, True)
         self._tokens = ()
         self._dropped = frozenset()
-        self._hidden_known[:] = False
+        self._hidden_at = {}
 
     @property
     def kv_tokens_kept(self) -> int:
@@ -514,16 +523,16 @@ class LlamaRuntime:
             # and a request that did not ask for reduction must see everything.
             shared = min(shared, min(self._dropped))
         first = len(tokens) - last                    # the first position whose outputs are asked
-        keep = min(shared, first)
+        keep, known = min(shared, first), []
         if reuse_hidden and hidden:
             reused = min(shared, len(tokens) - 1)
-            if reused > first and self._hidden_known[first:reused].all():
-                keep = reused                         # rows first..reused-1 as read before
-        self.truncate(keep)
+            if reused > first and all(p in self._hidden_at for p in range(first, reused)):
+                keep, known = reused, [self._hidden_at[p] for p in range(first, reused)]   # as read before
+        self.truncate(keep)                           # (a memory that cannot drop a tail forgets them here)
         n = len(tokens) - keep
         out = self.eval(tokens[keep:], outputs=range(max(0, n - last), n), hidden=hidden, copy=copy)
-        if keep > first:
-            out = Outputs(out.logits, np.vstack([self._hidden_rows[first:keep], out.hidden]), out.positions)
+        if known:
+            out = Outputs(out.logits, np.vstack([np.stack(known), out.hidden]), out.positions)
         return out
 
     # ------------------------------------------------------------ evaluation
@@ -562,11 +571,18 @@ class LlamaRuntime:
                 pos = len(self._tokens) - (end - start) + i
                 if hidden:
                     hidden_rows.append(self._row(self._lib.llama_get_embeddings_ith, i, self.n_embd).copy())
-                    self._hidden_rows[pos], self._hidden_known[pos] = hidden_rows[-1], True
+                    self._keep_hidden(pos, hidden_rows[-1])
                 pos_rows.append(pos)
         hidden_arr = np.stack(hidden_rows) if hidden else np.empty((len(logits_rows), 0), np.float32)
         logits = logits_rows[0][None, :] if len(logits_rows) == 1 else np.stack(logits_rows)
         return Outputs(logits, hidden_arr, np.asarray(pos_rows))
+
+    def _keep_hidden(self, pos: int, row: np.ndarray) -> None:
+        """Remember the hidden state read at *pos* (sync's reuse_hidden); only the newest HIDDEN_KEPT."""
+        self._hidden_at[pos] = row
+        if len(self._hidden_at) > 2 * HIDDEN_KEPT:            # pruned now and then, not at every row
+            newest = sorted(self._hidden_at)[-HIDDEN_KEPT:]
+            self._hidden_at = {p: self._hidden_at[p] for p in newest}
 
     def _plain_segments(self, n: int) -> list[tuple[int, int]]:
         return [(s, min(n, s + self.n_batch)) for s in range(0, n, self.n_batch)]
