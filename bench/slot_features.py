@@ -1,7 +1,7 @@
 """Would the slot classifier separate slots from prose better with a wider view of the sentence?
 
 The shipped classifier (core/slots.py) reads the model's state after the last token, the mean of
-the last LOCAL_WINDOW states, and hashed words of the sentence.  Its weak readings (0.2-0.35) are
+the last few states (the local vector), and hashed words of the sentence.  Its weak readings (0.2-0.35) are
 where both its misses on the personal-details dev split and its false alarms in ordinary prose lie
 (docs/benchmarks.md, the clear lead tried).  This trains two classifiers the same way, on the same
 shipped corpus and background text, with the same (shortened) schedule: the shipped features, and
@@ -37,7 +37,7 @@ from bench.keystrokes import PERSONAS, emails  # noqa: E402
 from bench.personal import DATA, body_prompt, load_cases  # noqa: E402
 from bench.prose import places  # noqa: E402
 from chunkwise.core import slots  # noqa: E402
-from chunkwise.core.encoding import BACKGROUND_FILE, BACKGROUND_STRIDE, LOCAL_WINDOW, ModelStats  # noqa: E402
+from chunkwise.core.encoding import BACKGROUND_FILE, BACKGROUND_STRIDE, ModelStats, local_mean  # noqa: E402
 from chunkwise.core.llama_runtime import LlamaRuntime  # noqa: E402
 from chunkwise.core.paths import bundled_model_path  # noqa: E402
 
@@ -45,11 +45,6 @@ WIDE = 12                 # states in the wide mean
 EPOCHS = 300              # both classifiers alike (the shipped one trains 800)
 CUT = 0.35                # the type cut at the default threshold
 SNIPPET_CLASS = {"snippet_availability": "availability", "snippet_signoff_line": "closing_line"}
-
-
-def window_mean(states: np.ndarray, end: int, width: int, start: int = 0) -> np.ndarray:
-    """Mean of states[max(start, end - width + 1) .. end] (rows (n, d))."""
-    return states[max(start, end - width + 1): end + 1].mean(axis=0)
 
 
 def reading_rows(rt: LlamaRuntime, text: str, ends: list[int] | None = None) -> tuple[np.ndarray, ...]:
@@ -62,7 +57,7 @@ def reading_rows(rt: LlamaRuntime, text: str, ends: list[int] | None = None) -> 
     states = rt.eval(toks, outputs="all").hidden                            # (n, d)
     ends = [len(toks) - 1] if ends is None else ends
     first = 1 if toks[0] == rt.bos else 0
-    rows = [(states[e], window_mean(states, e, LOCAL_WINDOW, first), window_mean(states, e, WIDE, first)) for e in ends]
+    rows = [(states[e], local_mean(states, e, first), local_mean(states, e, first, window=WIDE)) for e in ends]
     return tuple(np.stack(r) for r in zip(*rows))
 
 
@@ -81,8 +76,7 @@ def training_rows(rt: LlamaRuntime, texts: list[str]) -> tuple[np.ndarray, ...]:
             rt.reset()
             states = rt.eval([rt.bos] + batch, outputs="all").hidden[1:]
             for start, end, i in spans:
-                out[:, i] = (states[end], window_mean(states, end, LOCAL_WINDOW, start),
-                             window_mean(states, end, WIDE, start))
+                out[:, i] = (states[end], local_mean(states, end, start), local_mean(states, end, start, window=WIDE))
         batch, spans = [], []
 
     for i in order:
@@ -108,7 +102,7 @@ def background_rows(rt: LlamaRuntime) -> tuple[np.ndarray, ...]:
         rt.reset()
         states = rt.eval(toks, outputs="all").hidden
         for e in range(1, len(toks), 4):
-            rows.append((states[e], window_mean(states, e, LOCAL_WINDOW, 1), window_mean(states, e, WIDE, 1)))
+            rows.append((states[e], local_mean(states, e, 1), local_mean(states, e, 1, window=WIDE)))
     return tuple(np.stack(r) for r in zip(*rows))
 
 

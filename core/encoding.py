@@ -61,17 +61,19 @@ def local_rows(n: int, first: int = 0) -> int:
     return max(1, min(LOCAL_WINDOW, n - first))
 
 
-def local_mean(states: np.ndarray, end: int | None = None, first: int = 0) -> np.ndarray:
+def local_mean(states: np.ndarray, end: int | None = None, first: int = 0, window: int | None = None) -> np.ndarray:
     """The local vector after row *end* (default: the last) of *states* (n, d): the mean of the
     LOCAL_WINDOW rows ending there (inclusive), none before row *first*.  The one definition of "local".
+    (*window*: another width, for measuring one, bench/slot_features.py; everything shipped uses LOCAL_WINDOW.)
 
     >>> local_mean(np.arange(10.0).reshape(5, 2), end=3).tolist(), local_mean(np.ones((2, 2)), 1, first=1).tolist()
     ([4.0, 5.0], [1.0, 1.0])
-    >>> local_mean(np.arange(10.0).reshape(5, 2)).tolist()
-    [6.0, 7.0]
+    >>> local_mean(np.arange(10.0).reshape(5, 2)).tolist(), local_mean(np.arange(10.0).reshape(5, 2), window=5).tolist()
+    ([6.0, 7.0], [4.0, 5.0])
     """
     end = len(states) - 1 if end is None else end
-    return states[max(first, end - LOCAL_WINDOW + 1): end + 1].mean(axis=0)
+    window = LOCAL_WINDOW if window is None else window        # read at the call: tests vary LOCAL_WINDOW
+    return states[max(first, end - window + 1): end + 1].mean(axis=0)
 
 
 def local_tail(rows: list) -> list:
