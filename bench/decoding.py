@@ -94,7 +94,7 @@ def editor_path(stride: int) -> None:
           f"({our_settings.max_tokens} tokens, stop at a blank line, natural end, kNN-LM on), every "
           f"{stride}th word boundary of the new emails (dev and test); plain: no store, chunks and kNN-LM off; "
           f"before each request, each side has answered the request a word earlier (untimed)\n")
-    sides = {"plain": [], "chunkwise": [], "chunkwise, rows read again": []}   # (first s, total s, stats) each
+    sides = {"plain": [], "chunkwise": [], "chunkwise, rows read again": []}   # (first s, total s, stats, text) each
     with tempfile.TemporaryDirectory() as tmp:
         plain, runtime = None, None
         for persona in ("mara", "teo"):

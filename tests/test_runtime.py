@@ -70,7 +70,6 @@ def test_sync_reuses_the_longest_shared_prefix(runtime):
     np.testing.assert_allclose(fresh.logits[-1], incremental.logits[-1], atol=0.05)
 
 
-
 def test_sync_reuses_hidden_states_read_before_and_only_those(runtime):
     """What a typing pause does: the previous suggestion read the draft's last tokens with their hidden
     states; the next request, one word longer, evaluates only the new tokens and gets the local
@@ -124,6 +123,7 @@ def test_sync_reuses_hidden_states_read_before_and_only_those(runtime):
     runtime.reset()
     np.testing.assert_allclose(now.hidden, runtime.sync(draft + word, last=3).hidden, atol=BATCH_TOLERANCE)
     runtime.reset()
+
 
 def test_the_side_context_reads_as_the_main_one(runtime):
     """Library contexts are read in the side context (LlamaRuntime.aside) so the draft stays cached in
