@@ -30,13 +30,14 @@ import json
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import MODELS, OUT, machine, table  # noqa: E402
-from chunkwise.core import ChunkStore, Engine  # noqa: E402
+from chunkwise.core import READY_THRESHOLD, ChunkStore, Engine, detail_offered  # noqa: E402
 from chunkwise.core.corpus import read_corpus  # noqa: E402
 from chunkwise.core.details import find_details  # noqa: E402
 from chunkwise.core.settings import Settings  # noqa: E402
@@ -102,29 +103,45 @@ def learn(engine: Engine, persona: str, teacher: str = "corpus") -> int:
         rt.close()
 
 
+READY = READY_THRESHOLD       # --ready: the detail alternative's threshold (a dev sweep), the editor's by default
+
+
 def run_case(engine: Engine, case: dict, settings: Settings) -> dict:
-    return suggest(engine, settings.suggestion_request(body_prompt(case["text"])))     # the editor's own request
+    """The editor's own request at the case's cursor, and the detail alternative it works out after it
+    (app/window.py: the same request at READY_THRESHOLD, kept where it brings a library entry the
+    suggestion does not; Alt+] shows it first)."""
+    request = settings.suggestion_request(body_prompt(case["text"]))
+    result = suggest(engine, request)
+    result["alternative"] = None
+    if settings.threshold > READY:
+        ready = suggest(engine, replace(request.readier(), threshold=READY))
+        offered = detail_offered(ready["pieces"], result["pieces"])
+        result["alternative"] = offered.chunk_id if offered else None
+    return result
 
 
 def suggest(engine: Engine, request) -> dict:
-    """One suggestion: its text, the chunks in it, its time, and the details the model wrote itself."""
+    """One suggestion: its text and pieces, the chunks in it, its time, and the details the model wrote itself."""
     t0 = time.perf_counter()
-    out = engine.generate(request, record_use=False)
+    generation = engine.stream(request)
+    out = generation.completion()
     model_text = "".join(out.text[i] for i in range(len(out.text))
                          if not any(s.start <= i < s.end for s in out.spans))
     return {"text": out.text, "spans": [s.as_dict() for s in out.spans], "seconds": time.perf_counter() - t0,
-            "invented": [shape for shape, _s, _e in find_details(model_text)]}
+            "invented": [shape for shape, _s, _e in find_details(model_text)], "pieces": generation.pieces}
 
 
 def judge(case: dict, result: dict, field_of: dict[int, str]) -> dict:
     personal = [field_of[s["chunk_id"]] for s in result["spans"] if s["chunk_id"] in field_of]
     first = personal[0] if personal else None
     kind = case["kind"]
+    alternative = field_of.get(result.get("alternative"))       # the detail one Alt+] away, if any
     verdict = {"kind": kind, "field": case.get("field"), "inserted": first,
-               "invented": bool(result["invented"])}
+               "invented": bool(result["invented"]), "alternative": alternative}
     if kind == "positive":
         verdict["right"] = first == case["field"]
         verdict["wrong_field"] = first is not None and first != case["field"]
+        verdict["alt_right"] = not verdict["right"] and alternative == case["field"]
     else:
         verdict["false"] = first is not None
     return verdict
@@ -133,7 +150,8 @@ def judge(case: dict, result: dict, field_of: dict[int, str]) -> dict:
 def case_line(case: dict, v: dict, text: str) -> str:
     """One judged case as -v prints it: OK / MISS for a positive, FALSE / ok for the rest."""
     flag = ("OK " if v.get("right") else "MISS") if v["kind"] == "positive" else ("FALSE" if v["false"] else "ok")
-    return (f"{flag:5} {case['id']} {case.get('field')} -> {v['inserted']} "
+    alt = f"(Alt+] {v['alternative']}) " if v.get("alternative") else ""
+    return (f"{flag:5} {case['id']} {case.get('field')} -> {v['inserted']} {alt}"
             f"{'INVENTED ' if v['invented'] else ''}| {case['text'][-60:]!r} => {text!r}")
 
 
@@ -147,6 +165,12 @@ def summarise(verdicts: list[dict]) -> dict:
         "third_party": len(tp), "third_party_inserted": sum(v["false"] for v in tp),
         "neutral": len(neu), "neutral_inserted": sum(v["false"] for v in neu),
         "invented": sum(v["invented"] for v in verdicts),
+        # The detail alternative (Alt+]): where the suggestion missed, the right value one key away; and a
+        # value of the user's one key away where another field, someone else's detail or nothing belongs.
+        "alt_right": sum(v["alt_right"] for v in pos),
+        "alt_wrong": sum(v["alternative"] is not None and v["alternative"] != v["field"] for v in pos),
+        "alt_third_party": sum(v["alternative"] is not None for v in tp),
+        "alt_neutral": sum(v["alternative"] is not None for v in neu),
         "per_field": {f: (sum(v["right"] for v in pos if v["field"] == f), sum(1 for v in pos if v["field"] == f))
                       for f in sorted({v["field"] for v in pos})},
     }
@@ -193,7 +217,11 @@ def report(split: str, s: dict) -> str:
             ["wrong field inserted (positives)", pct(s["wrong_field"], s["positives"])],
             ["user's value where someone else's goes", pct(s["third_party_inserted"], s["third_party"])],
             ["neutral openings with a value inserted", pct(s["neutral_inserted"], s["neutral"])],
-            ["suggestions with an invented detail", str(s["invented"])]]
+            ["suggestions with an invented detail", str(s["invented"])],
+            ["right value shown or one Alt+] away (positives)", pct(s["right"] + s["alt_right"], s["positives"])],
+            ["another field one Alt+] away (positives)", pct(s["alt_wrong"], s["positives"])],
+            ["user's value one Alt+] away where someone else's goes", pct(s["alt_third_party"], s["third_party"])],
+            ["neutral openings with a value one Alt+] away", pct(s["alt_neutral"], s["neutral"])]]
     fields = [[f, pct(r, n)] for f, (r, n) in s["per_field"].items()]
     return (f"### {split}\n\n" + table(["measure", split], rows) + "\n\n"
             + table(["field", "right value inserted"], fields) + "\n")
@@ -244,9 +272,13 @@ def main() -> None:
     ap.add_argument("--threshold", type=float, default=None)
     ap.add_argument("--cases", type=int, default=None, help="only the first N cases of each split")
     ap.add_argument("--no-learned", action="store_true", help="the profile alone, no learned store")
+    ap.add_argument("--ready", type=float, default=READY_THRESHOLD,
+                    help="the detail alternative's threshold (default: the editor's, %(default)s)")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--ablate", action="store_true", help="dev split, each gate switched off in turn")
     args = ap.parse_args()
+    global READY
+    READY = args.ready
     print(f"Machine: {machine()}\n")
     OUT.mkdir(exist_ok=True)
     if args.ablate:

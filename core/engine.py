@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -27,7 +27,7 @@ from .encoding import ContextStates, Encoder, ModelStats
 from .errors import ChunkwiseError
 from .knn import KnnLM, KnnSettings
 from .llama_runtime import LlamaRuntime
-from .matching import DEFAULT_THRESHOLD, ChunkMatcher
+from .matching import DEFAULT_THRESHOLD, REPEATABLE_KINDS, ChunkMatcher
 from .paths import resolve_model_path
 from . import slots
 from .sampling import Sampler
@@ -77,6 +77,43 @@ class GenerationRequest:
                                       # probability (the editor: Settings.unsure_below); None: run on
     leave_out: Sequence[int] = ()     # chunk ids not to insert: those the user typed over in this sentence
                                       # (text.PassedOver); the rest of a value they begin by hand still comes
+    threshold: float | None = None    # this request's similarity threshold instead of the engine's (0..1);
+                                      # the editor's detail alternative asks at READY_THRESHOLD (readier())
+
+    def readier(self) -> "GenerationRequest":
+        """The same request at READY_THRESHOLD, the model's own first choice, and at most READY_TOKENS
+        long (the detail alternative: a value comes in one step, after a lead-in word or two at most).
+
+        >>> r = GenerationRequest("Ship to:", first_rank=1).readier()
+        >>> r.threshold, r.first_rank, r.prompt
+        (0.1, None, 'Ship to:')
+        """
+        return replace(self, threshold=READY_THRESHOLD, first_rank=None, max_tokens=min(self.max_tokens, READY_TOKENS))
+
+
+# The editor's detail alternative (Alt+]): where the suggestion at the user's threshold brings none of their
+# library entries, the same request at this threshold may.  The slot classifier reads the right field of a
+# detail it missed at 0.17-0.34 for most misses on the personal dev split (docs/benchmarks.md), where ordinary
+# prose reads as often: too eager to insert unasked, one key away it costs nothing (bench/personal.py
+# "one Alt+] away").  0.1 is a type cut of about 0.18 (matching.type_cutoff).
+READY_THRESHOLD = 0.1
+READY_TOKENS = 6          # the detail alternative's length: a lead-in word or two, the value, a little after it
+
+
+def detail_offered(ready: Sequence[Piece], best: Sequence[Piece]) -> Piece | None:
+    """The first of the user's library entries (not a mined phrase) in *ready*, if *best* does not bring it.
+
+    >>> phone = Piece(" +49 151", "chunk", 7, "pii", "Phone")
+    >>> detail_offered([Piece(" me at"), phone], [Piece(" me soon")]).chunk_id
+    7
+    >>> detail_offered([phone], [Piece(" Call"), phone]) is None
+    True
+    """
+    have = {p.chunk_id for p in best if p.from_chunk}
+    first = next((p for p in ready if p.from_chunk), None)
+    if first is None or first.kind in REPEATABLE_KINDS or first.chunk_id in have:
+        return None
+    return first
 
 
 @dataclass(frozen=True)
@@ -388,6 +425,8 @@ class Engine:
             raise ChunkwiseError("max_tokens must be at least 1.")
         if request.first_rank is not None and not 0 <= request.first_rank < self.runtime.n_vocab:
             raise ChunkwiseError(f"first_rank must be between 0 and {self.runtime.n_vocab - 1}.")
+        if request.threshold is not None:
+            check_threshold(request.threshold)
         tokens, text = self.prompt_tokens(request)
         notices, dropped = [], 0
         room = self.runtime.n_ctx - request.max_tokens - 64  # slack for a chunk past max_tokens
@@ -416,6 +455,8 @@ class Engine:
             if not self._refreshed:
                 self.refresh(self._progress)
             matcher = self.matcher
+            if request.threshold is not None:
+                matcher = matcher.at_threshold(request.threshold)
         drafter = self._chunk_drafts.fork() if (request.use_chunks and matcher is not None) else NGramDrafter()
         knn = None
         if request.knn and self.has_knn:

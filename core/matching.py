@@ -29,6 +29,7 @@ measured steps:
 """
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -260,6 +261,13 @@ class ChunkMatcher(MatchingState):
 
     def __len__(self) -> int:
         return len(self.index)
+
+    def at_threshold(self, threshold: float) -> "ChunkMatcher":
+        """This matcher at another threshold, for one request: the same index, chunks and classifier
+        (nothing copied but the attributes' references; the threshold is read only while proposing)."""
+        view = copy.copy(self)
+        view.threshold = threshold
+        return view
 
     def chunk_token_lists(self, chunk_ids: Iterable[int] | None = None) -> list[tuple[int, ...]]:
         """Each distinct chunk tokenization once (documents for n-gram drafts), of *chunk_ids* only when given."""
