@@ -12,10 +12,10 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QDialog, QFileDialog, QFormLayout, QLabel, QLineEdit, QMainWindow, QMessageBox,
                                QProgressBar, QPushButton, QVBoxLayout, QWidget)
 
-from chunkwise.core import GenerationRequest, Piece
+from chunkwise.core import READY_THRESHOLD, GenerationRequest, Piece
 from chunkwise.core.feedback import PassedOver
 
-from .alternatives import Alternatives, trim_start
+from .alternatives import MAX_RANK, Alternatives, trim_start
 from .autosave import AutosaveFile
 from .email_actions import EmailActions
 from .ghost import GhostTextEdit
@@ -481,7 +481,10 @@ class ComposeWindow(QMainWindow, EmailActions):
             if stats.get("stop_reason") == "cancelled":
                 self.alternatives.request_id = -1
                 return
-            self.alternatives.add(self.alternatives.pending)
+            if request_id == self.alternatives.detail_id:
+                self.alternatives.add_detail(self.alternatives.pending)
+            else:
+                self.alternatives.add(self.alternatives.pending)
             self._show_alternatives()
             self._next_alternative()
             return
@@ -503,11 +506,20 @@ class ComposeWindow(QMainWindow, EmailActions):
             (WITHHELD_HINT if stats.get("withheld") and not count else "") +
             f"Last suggestion: {stats['tokens']} tokens at {stats['tokens'] / secs:.0f} tokens/s, "
             f"{stats['chunks']} library insertion(s), {stats['passes_saved']} model steps saved")
-        if editor is not None and editor.has_ghost() and self._request_place == (editor, editor.anchor):
-            self.alternatives.start((editor, editor.anchor), editor.pieces)
-            # Rank 0 is the model's own top choice: the suggestion itself, unless a library chunk led it.
-            self.alternatives.next_rank = 0 if editor.pieces[0].from_chunk else 1
-            self._next_alternative()
+        if editor is not None and self._request_place == (editor, editor.anchor):
+            # The detail alternative only where the suggestion was asked less readily than it would be.
+            detail = self._last_request.use_chunks and self.settings.threshold > READY_THRESHOLD
+            if editor.has_ghost():
+                self.alternatives.start((editor, editor.anchor), editor.pieces, detail=detail)
+                # Rank 0 is the model's own top choice: the suggestion itself, unless a library chunk led it.
+                self.alternatives.next_rank = 0 if editor.pieces[0].from_chunk else 1
+                self._next_alternative()
+            elif detail:
+                # Nothing to suggest ("Connect with me here:" -- the model would start a new paragraph):
+                # only the detail alternative, which Alt+] brings to the empty place.
+                self.alternatives.start((editor, editor.anchor), [], detail=True)
+                self.alternatives.next_rank = MAX_RANK
+                self._next_alternative()
 
     # ------------------------------------------------------------ alternatives (Alt+] / Alt+[)
 
@@ -518,6 +530,10 @@ class ComposeWindow(QMainWindow, EmailActions):
             alts.request_id = -1
             return
         alts.request_id, alts.pending = self._new_request_id(), []   # typing makes a newer request: this one stops
+        if alts.detail_wanted:                     # first: the same request more readily (app/alternatives.py)
+            alts.detail_wanted, alts.detail_id = False, alts.request_id
+            self.request_generation.emit(alts.request_id, self._last_request.readier())
+            return
         rank, alts.next_rank = alts.next_rank, alts.next_rank + 1
         self.request_generation.emit(alts.request_id, replace(self._last_request, first_rank=rank))
 
@@ -536,7 +552,9 @@ class ComposeWindow(QMainWindow, EmailActions):
     def _alternatives_on_screen(self) -> bool:
         """Whether the suggestion on screen is the place the known alternatives belong to."""
         editor = self.current_editor
-        return editor is not None and editor.has_ghost() and self.alternatives.place == (editor, editor.anchor)
+        return (editor is not None and self.alternatives.place == (editor, editor.anchor)
+                and (editor.has_ghost() or (self.alternatives.count > 1        # an empty place with a detail
+                                            and editor.anchor == editor.textCursor().position())))
 
     def _show_alternatives(self) -> None:
         """The "2/3" counter, while the suggestion it counts is on screen."""

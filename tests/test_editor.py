@@ -1031,3 +1031,42 @@ def test_the_progress_bar_is_wide_enough_for_its_words(qtbot, make_window):
         qtbot.waitUntil(lambda: text <= w.progress.width() <= w.width() // 3 + 1, timeout=2000)
     w.worker.progress.emit("Learning from your writing", 100, 100)
     qtbot.waitUntil(lambda: not w.progress.isVisible(), timeout=5000)
+
+
+def test_a_detail_read_too_weakly_to_insert_is_one_alt_bracket_away(qtbot, make_window):
+    """Issue 10: where the slot classifier reads the user's detail too weakly to insert it unasked, the
+    first alternative is the same request more readily, and the status bar names the detail.  Alt+]
+    shows it, Tab takes it.  Catches a detail alternative never asked for, asked but dropped, put
+    behind the model's alternatives, or not named."""
+    w = make_window(with_pii=True)
+    github = "github.com/johndoe"
+    body = type_and_wait(qtbot, w, "Hi Sam,\n\nMy side projects are")
+    assert github not in body.ghost_text
+    qtbot.waitUntil(lambda: w.alternatives.request_id == -1 and w.alternatives.count >= 2, timeout=WAIT)
+    assert "Alt+] github" in w.alt_label.text()
+    qtbot.keyClick(body, Qt.Key_BracketRight, Qt.AltModifier)
+    assert body.ghost_text.strip().startswith(github) and [p.label for p in body.pieces if p.from_chunk] == ["github"]
+    assert "Alt+]" not in w.alt_label.text()               # the detail is on screen now
+    qtbot.keyClick(body, Qt.Key_Tab)
+    assert body.toPlainText().startswith("Hi Sam,\n\nMy side projects are " + github)
+
+
+def test_where_nothing_is_suggested_alt_bracket_brings_the_detail(qtbot, make_window):
+    """After "Please loop me in going forward:" the model would open a new paragraph, so nothing is
+    suggested; the detail alternative still works out the user's email, and Alt+] puts it at the empty
+    place.  Catches alternatives that are only worked out beside a suggestion on screen."""
+    w = make_window(with_pii=True)
+    body = w.body_edit
+    body.setFocus()
+    type_text(qtbot, body, "Hi Priya,\n\nPlease loop me in going forward:")
+    qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id, timeout=WAIT)
+    assert not body.has_ghost()
+    qtbot.waitUntil(lambda: w.alternatives.request_id == -1 and w.alternatives.count == 2, timeout=WAIT)
+    assert w.alt_label.text() == "1/2 · Alt+] email"
+    qtbot.keyClick(body, Qt.Key_BracketRight, Qt.AltModifier)
+    assert body.ghost_text.strip() == "johndoe@example.com" and body.pieces[-1].from_chunk
+    qtbot.keyClick(body, Qt.Key_BracketLeft, Qt.AltModifier)
+    assert not body.has_ghost() and w.alt_label.text() == "1/2 · Alt+] email"
+    qtbot.keyClick(body, Qt.Key_BracketRight, Qt.AltModifier)
+    qtbot.keyClick(body, Qt.Key_Tab)
+    assert body.toPlainText().rstrip().endswith("going forward:\njohndoe@example.com")

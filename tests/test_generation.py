@@ -208,3 +208,38 @@ def test_drafting_measures_the_batch_profile_when_the_decoder_runs(make_engine, 
     assert rt.tokens[:len(tokens)] == tuple(tokens)                  # the cache is as the last run left it
     assert "".join(p.text for p in decoder.run(tokens, PROMPTS[0])) == expected
     assert rt._batch_profile is not None
+
+
+def test_a_detail_read_too_weakly_to_insert_is_offered_by_the_readier_request(pii_engine):
+    """The editor's detail alternative (Alt+]): where the suggestion at the default threshold brings none
+    of the user's details, the same request at READY_THRESHOLD brings the one that comes next, and
+    detail_offered names it.  Catches a per-request threshold that is ignored (the readier request
+    gives the same text), one that leaks into the engine's own threshold, and a detail_offered that
+    offers what the suggestion already has."""
+    from chunkwise.core import READY_THRESHOLD, detail_offered
+    from chunkwise.core.settings import Settings
+
+    ids = {c.label: c.id for c in pii_engine.store.list_chunks()}
+    request = Settings().suggestion_request("Hi Sam,\n\nMy side projects are")
+    best = pii_engine.stream(request)
+    best.completion()
+    assert not any(p.from_chunk for p in best.pieces)
+    ready = pii_engine.stream(request.readier())
+    ready.completion()
+    offered = detail_offered(ready.pieces, best.pieces)
+    assert offered is not None and offered.chunk_id == ids["github"]
+    assert pii_engine.threshold == Settings().threshold and pii_engine.matcher.threshold == Settings().threshold
+    assert detail_offered(ready.pieces, ready.pieces) is None          # already in the suggestion
+    # ordinary prose: the readier request brings no detail there either
+    request = Settings().suggestion_request("Hi Tom,\n\nThanks for sending the report. I will")
+    plain, ready = pii_engine.stream(request), pii_engine.stream(request.readier())
+    plain.completion(), ready.completion()
+    assert detail_offered(ready.pieces, plain.pieces) is None
+    assert request.readier().threshold == READY_THRESHOLD < Settings().threshold
+
+
+def test_a_bad_request_threshold_is_refused(make_engine):
+    engine = make_engine()
+    for bad in (-0.1, 1.5, "high"):
+        with pytest.raises(ChunkwiseError, match="threshold"):
+            engine.generate(GenerationRequest("Hello", max_tokens=2, threshold=bad))
