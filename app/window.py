@@ -497,10 +497,7 @@ class ComposeWindow(QMainWindow, EmailActions):
             self.current_editor.accept_ghost()
         secs = max(stats.get("seconds", 0), 1e-6)
         editor = self.current_editor
-        from_library = [p for p in (editor.pieces if editor else []) if p.from_chunk]
-        count = sum(len(p.text.split()) for p in from_library)
-        self.stats_label.setText(words_from_library(count, from_library[0].label) if count else
-                                 withheld_line(stats["withheld"]) if stats.get("withheld") else "")
+        count = self._show_library_words(editor.pieces if editor else [], stats.get("withheld", ""))
         # The technical figures stay one hover away, for those who want them.
         self.stats_label.setToolTip(
             (WITHHELD_HINT if stats.get("withheld") and not count else "") +
@@ -547,7 +544,18 @@ class ComposeWindow(QMainWindow, EmailActions):
         editor.start_ghost()
         for piece in alts.step(step):
             editor.add_ghost(piece)
+        # What the status bar says of the library is about the suggestion now shown (the first one's
+        # withheld detail only with it).
+        self._show_library_words(editor.pieces, self.last_stats.get("withheld", "") if alts.index == 0 else "")
         self._show_alternatives()
+
+    def _show_library_words(self, pieces: list[Piece], withheld: str = "") -> int:
+        """The status bar's "2 words from your library (phone)" for the suggestion on screen; how many words."""
+        from_library = [p for p in pieces if p.from_chunk]
+        count = sum(len(p.text.split()) for p in from_library)
+        self.stats_label.setText(words_from_library(count, from_library[0].label) if count else
+                                 withheld_line(withheld) if withheld else "")
+        return count
 
     def _alternatives_on_screen(self) -> bool:
         """Whether the suggestion on screen is the place the known alternatives belong to."""

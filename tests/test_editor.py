@@ -1043,10 +1043,11 @@ def test_a_detail_read_too_weakly_to_insert_is_one_alt_bracket_away(qtbot, make_
     body = type_and_wait(qtbot, w, "Hi Sam,\n\nMy side projects are")
     assert github not in body.ghost_text
     qtbot.waitUntil(lambda: w.alternatives.request_id == -1 and w.alternatives.count >= 2, timeout=WAIT)
-    assert "Alt+] github" in w.alt_label.text()
+    assert "Alt+] github" in w.alt_label.text() and "library" not in w.stats_label.text()
     qtbot.keyClick(body, Qt.Key_BracketRight, Qt.AltModifier)
     assert body.ghost_text.strip().startswith(github) and [p.label for p in body.pieces if p.from_chunk] == ["github"]
-    assert "Alt+]" not in w.alt_label.text()               # the detail is on screen now
+    assert "Alt+]" not in w.alt_label.text()               # the detail is on screen now, and the status bar says so
+    assert "from your library (github)" in w.stats_label.text()
     qtbot.keyClick(body, Qt.Key_Tab)
     assert body.toPlainText().startswith("Hi Sam,\n\nMy side projects are " + github)
 
