@@ -9,7 +9,8 @@ KEYS = """<h3>Keyboard shortcuts</h3>
 <tr><td><b>Ctrl+Right</b></td><td>take the suggestion's next word</td></tr>
 <tr><td><b>Esc</b></td><td>dismiss the suggestion</td></tr>
 <tr><td><b>Alt+] / Alt+[</b></td><td>the next / previous of a few suggestions for the same place
-(the status bar shows which, as 2/3)</td></tr>
+(the status bar shows which, as 2/3; "Alt+] phone" where the first of them is one of your
+library entries Chunkwise was not sure enough to put in by itself)</td></tr>
 <tr><td><i>keep typing</i></td><td>letters that match the suggestion use it up; others replace it</td></tr>
 <tr><td><b>Ctrl+N / Ctrl+O / Ctrl+S</b></td><td>new email, open an email, save it as .eml</td></tr>
 <tr><td><b>Ctrl+Shift+S</b></td><td>save as a new file</td></tr>
