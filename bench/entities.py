@@ -56,7 +56,7 @@ def evaluate(verbose: bool = False, split: str = "dev") -> list[dict]:
         learn(engine, LEARNED_FROM[USER])
         engine.refresh()
         for case in cases:
-            result = run_case(engine, case, settings)
+            result = run_case(engine, case, settings, alternative=False)
             v = judge(case, result, field_of)
             v.update(id=case["id"], detail=case.get("detail") or case.get("field"), out=result["text"])
             verdicts.append(v)

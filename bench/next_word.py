@@ -62,7 +62,7 @@ def personal_cases() -> list[tuple[str, tuple | None, str]]:
 
     def recording_run(engine, case, settings):
         _seen.clear()
-        result = run_case(engine, case, settings)
+        result = run_case(engine, case, settings, alternative=False)     # what the suggestion's own gate saw
         seen_by_id[case["id"]] = _seen[-1] if _seen else None
         return result
 

@@ -106,14 +106,14 @@ def learn(engine: Engine, persona: str, teacher: str = "corpus") -> int:
 READY = READY_THRESHOLD       # --ready: the detail alternative's threshold (a dev sweep), the editor's by default
 
 
-def run_case(engine: Engine, case: dict, settings: Settings) -> dict:
-    """The editor's own request at the case's cursor, and the detail alternative it works out after it
-    (app/window.py: the same request at READY_THRESHOLD, kept where it brings a library entry the
-    suggestion does not; Alt+] shows it first)."""
+def run_case(engine: Engine, case: dict, settings: Settings, alternative: bool = True) -> dict:
+    """The editor's own request at the case's cursor, and (*alternative*) the detail alternative it works
+    out after it (app/window.py: the same request at READY_THRESHOLD, kept where it brings a library
+    entry the suggestion does not; Alt+] shows it first)."""
     request = settings.suggestion_request(body_prompt(case["text"]))
     result = suggest(engine, request)
     result["alternative"] = None
-    if settings.threshold > READY:
+    if alternative and settings.threshold > READY:
         ready = suggest(engine, replace(request.readier(), threshold=READY))
         offered = detail_offered(ready["pieces"], result["pieces"])
         result["alternative"] = offered.chunk_id if offered else None
