@@ -17,12 +17,13 @@ The status bar shows "2/3" while there is more than one.
 (True, False, False, '1/2')
 >>> alts.step(1)[0].text, alts.label(), alts.step(1)[0].text
 (' b', '2/2', ' a')
->>> alts.add_detail([Piece(" +49 151", "chunk", 7, "pii", "phone")]), alts.label(), alts.step(1)[0].text
+>>> alts.add_ready([Piece(" +49 151", "chunk", 7, "pii", "phone")]), alts.label(), alts.step(1)[0].text
 (True, '1/3 · Alt+] phone', ' +49 151')
 """
 from __future__ import annotations
 
-from chunkwise.core import Piece, detail_offered
+from chunkwise.core import Piece
+from chunkwise.core.engine import detail_offered
 
 ALTERNATIVES = 2      # beside the best suggestion
 MAX_RANK = 4          # first tokens tried at most (an empty or repeated alternative is skipped)
@@ -46,56 +47,59 @@ class Alternatives:
         self.options: list[list[Piece]] = []
         self.index = 0
         self.place = None           # (editor, anchor) the options belong to
-        self.next_rank = 0          # the first token rank the next alternative starts with
+        self.next_rank = 0          # the first token rank the next model alternative starts with
+        self.model_alternatives = True   # whether to ask for the model's next likeliest starts at all
         self.request_id = -1        # the alternative being worked out, if any
         self.pending: list[Piece] = []
-        self.detail_wanted = False  # the detail alternative is still to be asked for
-        self.detail_id = -1         # the request that asks for it
-        self.detail: Piece | None = None   # the library entry it brings, once kept
+        self.ready_request = None   # the readier request still to be asked (GenerationRequest.readier)
+        self.ready_id = -1          # the request id that asked it
+        self.offered: Piece | None = None   # the library entry its answer brings, once kept
 
-    def start(self, place, pieces: list[Piece], detail: bool = False) -> None:
-        """New alternatives for *place*, whose suggestion is *pieces*; *detail*: ask for the detail alternative."""
+    def start(self, place, pieces: list[Piece], ready_request=None, model_alternatives: bool = True) -> None:
+        """New alternatives for *place*, whose suggestion is *pieces*; *ready_request*: the readier request
+        to ask first (None: none); *model_alternatives*: whether to ask the model for other starts too."""
         self.clear()
         self.place = place
         self.options = [list(pieces)]
-        self.detail_wanted = detail
+        self.ready_request = ready_request
+        self.model_alternatives = model_alternatives
 
     @property
     def count(self) -> int:
         return len(self.options)
 
+    def _known(self, text: str) -> bool:
+        """Whether *text* is empty or says what an option already known says."""
+        return not text.strip() or any(text.rstrip() == "".join(p.text for p in o).rstrip() for o in self.options)
+
     def add(self, pieces: list[Piece]) -> bool:
-        """Keep an alternative unless it is empty or says what one already known says."""
-        text = "".join(p.text for p in pieces)
-        if not text.strip() or any(text.rstrip() == "".join(p.text for p in o).rstrip() for o in self.options):
+        """Keep a model alternative unless it is empty or says what one already known says."""
+        if self._known("".join(p.text for p in pieces)):
             return False
         self.options.append(list(pieces))
         return True
 
-    def add_detail(self, pieces: list[Piece]) -> bool:
+    def add_ready(self, pieces: list[Piece]) -> bool:
         """Keep the readier request's answer, right after the suggestion, where it brings a library entry
-        the suggestion does not."""
+        the suggestion does not (the first alternative, Alt+] once)."""
         offered = detail_offered(pieces, self.options[0]) if self.options else None
-        text = "".join(p.text for p in pieces)
-        if offered is None or any(text.rstrip() == "".join(p.text for p in o).rstrip() for o in self.options):
+        if offered is None or self._known("".join(p.text for p in pieces)):
             return False
         self.options.insert(1, list(pieces))
-        if self.index >= 1:
-            self.index += 1            # the option on screen keeps its place in the count
-        self.detail = offered
+        self.offered = offered
         return True
 
     def wants_more(self) -> bool:
-        return self.place is not None and (self.detail_wanted or (self.count < 1 + ALTERNATIVES
-                                                                  and self.next_rank < MAX_RANK))
+        return self.place is not None and (self.ready_request is not None or (
+            self.model_alternatives and self.count < 1 + ALTERNATIVES and self.next_rank < MAX_RANK))
 
     def step(self, delta: int) -> list[Piece]:
         self.index = (self.index + delta) % self.count
         return self.options[self.index]
 
     def label(self) -> str:
-        """ "2/3", and while the suggestion itself is shown, which of the user's details Alt+] brings."""
+        """ "2/3", and while the suggestion itself is shown, which of the user's entries Alt+] brings."""
         if self.count < 2:
             return ""
-        hint = f" · Alt+] {self.detail.label or 'your detail'}" if self.detail is not None and self.index == 0 else ""
+        hint = f" · Alt+] {self.offered.label or 'your entry'}" if self.offered is not None and self.index == 0 else ""
         return f"{self.index + 1}/{self.count}{hint}"

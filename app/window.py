@@ -12,10 +12,10 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QDialog, QFileDialog, QFormLayout, QLabel, QLineEdit, QMainWindow, QMessageBox,
                                QProgressBar, QPushButton, QVBoxLayout, QWidget)
 
-from chunkwise.core import READY_THRESHOLD, GenerationRequest, Piece
+from chunkwise.core import GenerationRequest, Piece
 from chunkwise.core.feedback import PassedOver
 
-from .alternatives import MAX_RANK, Alternatives, trim_start
+from .alternatives import Alternatives, trim_start
 from .autosave import AutosaveFile
 from .email_actions import EmailActions
 from .ghost import GhostTextEdit
@@ -481,8 +481,8 @@ class ComposeWindow(QMainWindow, EmailActions):
             if stats.get("stop_reason") == "cancelled":
                 self.alternatives.request_id = -1
                 return
-            if request_id == self.alternatives.detail_id:
-                self.alternatives.add_detail(self.alternatives.pending)
+            if request_id == self.alternatives.ready_id:
+                self.alternatives.add_ready(self.alternatives.pending)
             else:
                 self.alternatives.add(self.alternatives.pending)
             self._show_alternatives()
@@ -504,18 +504,17 @@ class ComposeWindow(QMainWindow, EmailActions):
             f"Last suggestion: {stats['tokens']} tokens at {stats['tokens'] / secs:.0f} tokens/s, "
             f"{stats['chunks']} library insertion(s), {stats['passes_saved']} model steps saved")
         if editor is not None and self._request_place == (editor, editor.anchor):
-            # The detail alternative only where the suggestion was asked less readily than it would be.
-            detail = self._last_request.use_chunks and self.settings.threshold > READY_THRESHOLD
+            # First the same request more readily (app/alternatives.py), where there is anything readier.
+            ready = self._last_request.readier(self.settings.threshold)
             if editor.has_ghost():
-                self.alternatives.start((editor, editor.anchor), editor.pieces, detail=detail)
+                self.alternatives.start((editor, editor.anchor), editor.pieces, ready)
                 # Rank 0 is the model's own top choice: the suggestion itself, unless a library chunk led it.
                 self.alternatives.next_rank = 0 if editor.pieces[0].from_chunk else 1
                 self._next_alternative()
-            elif detail:
+            elif ready is not None:
                 # Nothing to suggest ("Connect with me here:" -- the model would start a new paragraph):
-                # only the detail alternative, which Alt+] brings to the empty place.
-                self.alternatives.start((editor, editor.anchor), [], detail=True)
-                self.alternatives.next_rank = MAX_RANK
+                # only the readier request, whose library entry Alt+] brings to the empty place.
+                self.alternatives.start((editor, editor.anchor), [], ready, model_alternatives=False)
                 self._next_alternative()
 
     # ------------------------------------------------------------ alternatives (Alt+] / Alt+[)
@@ -527,9 +526,9 @@ class ComposeWindow(QMainWindow, EmailActions):
             alts.request_id = -1
             return
         alts.request_id, alts.pending = self._new_request_id(), []   # typing makes a newer request: this one stops
-        if alts.detail_wanted:                     # first: the same request more readily (app/alternatives.py)
-            alts.detail_wanted, alts.detail_id = False, alts.request_id
-            self.request_generation.emit(alts.request_id, self._last_request.readier())
+        if alts.ready_request is not None:         # first: the same request more readily (app/alternatives.py)
+            request, alts.ready_request, alts.ready_id = alts.ready_request, None, alts.request_id
+            self.request_generation.emit(alts.request_id, request)
             return
         rank, alts.next_rank = alts.next_rank, alts.next_rank + 1
         self.request_generation.emit(alts.request_id, replace(self._last_request, first_rank=rank))
@@ -561,8 +560,9 @@ class ComposeWindow(QMainWindow, EmailActions):
         """Whether the suggestion on screen is the place the known alternatives belong to."""
         editor = self.current_editor
         return (editor is not None and self.alternatives.place == (editor, editor.anchor)
-                and (editor.has_ghost() or (self.alternatives.count > 1        # an empty place with a detail
-                                            and editor.anchor == editor.textCursor().position())))
+                and (editor.has_ghost() or (self.alternatives.count > 1        # an empty place with an entry
+                                            and editor.anchor == editor.textCursor().position()
+                                            and editor.hasFocus())))      # Alt+] from To must not paint the body
 
     def _show_alternatives(self) -> None:
         """The "2/3" counter, while the suggestion it counts is on screen."""
@@ -572,6 +572,8 @@ class ComposeWindow(QMainWindow, EmailActions):
         self._received.pop(request_id, None)
         if request_id == self.alternatives.request_id:
             self.alternatives.request_id = -1        # no more alternatives here; the suggestion stays
+            if request_id == self.alternatives.ready_id:
+                self._next_alternative()             # the readier one failed: the model's may still come
             return
         if request_id == self.current_id:
             self._in_flight = -1

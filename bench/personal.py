@@ -37,7 +37,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import MODELS, OUT, machine, table  # noqa: E402
-from chunkwise.core import READY_THRESHOLD, ChunkStore, Engine, detail_offered  # noqa: E402
+from chunkwise.core import ChunkStore, Engine  # noqa: E402
+from chunkwise.core.engine import READY_THRESHOLD, detail_offered  # noqa: E402
 from chunkwise.core.corpus import read_corpus  # noqa: E402
 from chunkwise.core.details import find_details  # noqa: E402
 from chunkwise.core.settings import Settings  # noqa: E402
@@ -113,8 +114,9 @@ def run_case(engine: Engine, case: dict, settings: Settings, alternative: bool =
     request = settings.suggestion_request(body_prompt(case["text"]))
     result = suggest(engine, request)
     result["alternative"] = None
-    if alternative and settings.threshold > READY:
-        ready = suggest(engine, replace(request.readier(), threshold=READY))
+    readier = request.readier(settings.threshold) if alternative else None
+    if readier is not None and settings.threshold > READY:
+        ready = suggest(engine, replace(readier, threshold=READY))
         offered = detail_offered(ready["pieces"], result["pieces"])
         result["alternative"] = offered.chunk_id if offered else None
     return result

@@ -80,14 +80,18 @@ class GenerationRequest:
     threshold: float | None = None    # this request's similarity threshold instead of the engine's (0..1);
                                       # the editor's detail alternative asks at READY_THRESHOLD (readier())
 
-    def readier(self) -> "GenerationRequest":
+    def readier(self, threshold: float) -> "GenerationRequest | None":
         """The same request at READY_THRESHOLD, the model's own first choice, and at most READY_TOKENS
-        long (the detail alternative: a value comes in one step, after a lead-in word or two at most).
+        long (the detail alternative: a value comes in one step, after a lead-in word or two at most);
+        None where there is nothing readier to ask: chunks off, or *threshold* (the engine's, which
+        this request runs at unless it names its own) at READY_THRESHOLD or below already.
 
-        >>> r = GenerationRequest("Ship to:", first_rank=1).readier()
-        >>> r.threshold, r.first_rank, r.prompt
-        (0.1, None, 'Ship to:')
+        >>> r = GenerationRequest("Ship to:", first_rank=1).readier(0.3)
+        >>> r.threshold, r.first_rank, r.prompt, GenerationRequest("Ship to:").readier(0.1)
+        (0.1, None, 'Ship to:', None)
         """
+        if not self.use_chunks or (self.threshold if self.threshold is not None else threshold) <= READY_THRESHOLD:
+            return None
         return replace(self, threshold=READY_THRESHOLD, first_rank=None, max_tokens=min(self.max_tokens, READY_TOKENS))
 
 
@@ -101,19 +105,19 @@ READY_TOKENS = 6          # the detail alternative's length: a lead-in word or t
 
 
 def detail_offered(ready: Sequence[Piece], best: Sequence[Piece]) -> Piece | None:
-    """The first of the user's library entries (not a mined phrase) in *ready*, if *best* does not bring it.
+    """The first of the user's library entries (not a phrase mined from their mail) in *ready*, unless
+    *best* brings it too.
 
     >>> phone = Piece(" +49 151", "chunk", 7, "pii", "Phone")
-    >>> detail_offered([Piece(" me at"), phone], [Piece(" me soon")]).chunk_id
+    >>> mined = Piece(" Thanks,", "chunk", 9, "self")
+    >>> detail_offered([mined, Piece(" me at"), phone], [Piece(" me soon")]).chunk_id
     7
-    >>> detail_offered([phone], [Piece(" Call"), phone]) is None
-    True
+    >>> detail_offered([phone], [Piece(" Call"), phone]) is None, detail_offered([mined], []) is None
+    (True, True)
     """
     have = {p.chunk_id for p in best if p.from_chunk}
-    first = next((p for p in ready if p.from_chunk), None)
-    if first is None or first.kind in REPEATABLE_KINDS or first.chunk_id in have:
-        return None
-    return first
+    first = next((p for p in ready if p.from_chunk and p.kind not in REPEATABLE_KINDS), None)
+    return None if first is None or first.chunk_id in have else first
 
 
 @dataclass(frozen=True)
@@ -426,7 +430,7 @@ class Engine:
         if request.first_rank is not None and not 0 <= request.first_rank < self.runtime.n_vocab:
             raise ChunkwiseError(f"first_rank must be between 0 and {self.runtime.n_vocab - 1}.")
         if request.threshold is not None:
-            check_threshold(request.threshold)
+            request = replace(request, threshold=check_threshold(request.threshold))     # "0.3" -> 0.3
         tokens, text = self.prompt_tokens(request)
         notices, dropped = [], 0
         room = self.runtime.n_ctx - request.max_tokens - 64  # slack for a chunk past max_tokens

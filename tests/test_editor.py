@@ -1064,6 +1064,12 @@ def test_where_nothing_is_suggested_alt_bracket_brings_the_detail(qtbot, make_wi
     assert not body.has_ghost()
     qtbot.waitUntil(lambda: w.alternatives.request_id == -1 and w.alternatives.count == 2, timeout=WAIT)
     assert w.alt_label.text() == "1/2 · Alt+] email"
+    w.to_edit.setFocus()                                   # Alt+] from the To field: nothing painted in the body
+    qtbot.waitUntil(lambda: w.to_edit.hasFocus(), timeout=WAIT)
+    qtbot.keyClick(w.to_edit, Qt.Key_BracketRight, Qt.AltModifier)
+    assert not body.has_ghost() and w.to_edit.text() == ""
+    body.setFocus()
+    qtbot.waitUntil(lambda: body.hasFocus(), timeout=WAIT)
     qtbot.keyClick(body, Qt.Key_BracketRight, Qt.AltModifier)
     assert body.ghost_text.strip() == "johndoe@example.com" and body.pieces[-1].from_chunk
     qtbot.keyClick(body, Qt.Key_BracketLeft, Qt.AltModifier)

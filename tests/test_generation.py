@@ -1,4 +1,6 @@
 """Plain decoding against llama-cpp-python's own, and the loop's contracts."""
+from dataclasses import replace
+
 import pytest
 
 from chunkwise.core.engine import GenerationRequest
@@ -216,7 +218,7 @@ def test_a_detail_read_too_weakly_to_insert_is_offered_by_the_readier_request(pi
     detail_offered names it.  Catches a per-request threshold that is ignored (the readier request
     gives the same text), one that leaks into the engine's own threshold, and a detail_offered that
     offers what the suggestion already has."""
-    from chunkwise.core import READY_THRESHOLD, detail_offered
+    from chunkwise.core.engine import READY_THRESHOLD, detail_offered
     from chunkwise.core.settings import Settings
 
     ids = {c.label: c.id for c in pii_engine.store.list_chunks()}
@@ -224,18 +226,18 @@ def test_a_detail_read_too_weakly_to_insert_is_offered_by_the_readier_request(pi
     best = pii_engine.stream(request)
     best.completion()
     assert not any(p.from_chunk for p in best.pieces)
-    ready = pii_engine.stream(request.readier())
+    ready = pii_engine.stream(request.readier(pii_engine.threshold))
     ready.completion()
     offered = detail_offered(ready.pieces, best.pieces)
     assert offered is not None and offered.chunk_id == ids["github"]
     assert pii_engine.threshold == Settings().threshold and pii_engine.matcher.threshold == Settings().threshold
-    assert detail_offered(ready.pieces, ready.pieces) is None          # already in the suggestion
     # ordinary prose: the readier request brings no detail there either
     request = Settings().suggestion_request("Hi Tom,\n\nThanks for sending the report. I will")
-    plain, ready = pii_engine.stream(request), pii_engine.stream(request.readier())
+    plain, ready = pii_engine.stream(request), pii_engine.stream(request.readier(pii_engine.threshold))
     plain.completion(), ready.completion()
     assert detail_offered(ready.pieces, plain.pieces) is None
-    assert request.readier().threshold == READY_THRESHOLD < Settings().threshold
+    # nothing readier to ask at the readier threshold itself, or with chunks off
+    assert request.readier(READY_THRESHOLD) is None and replace(request, use_chunks=False).readier(0.3) is None
 
 
 def test_a_bad_request_threshold_is_refused(make_engine):
@@ -243,3 +245,7 @@ def test_a_bad_request_threshold_is_refused(make_engine):
     for bad in (-0.1, 1.5, "high"):
         with pytest.raises(ChunkwiseError, match="threshold"):
             engine.generate(GenerationRequest("Hello", max_tokens=2, threshold=bad))
+    engine.store.add_chunk("+44 7700 900123", "pii", ["Call me on"], label="phone")
+    engine.refresh()
+    # a threshold given as text that reads as a number is taken as that number, not passed on as text
+    assert engine.generate(GenerationRequest("Call me on", max_tokens=2, threshold="0.3"), record_use=False).text
