@@ -61,33 +61,35 @@ def reading_rows(rt: LlamaRuntime, text: str, ends: list[int] | None = None) -> 
     return tuple(np.stack(r) for r in zip(*rows))
 
 
-def training_rows(rt: LlamaRuntime, texts: list[str]) -> tuple[np.ndarray, ...]:
-    """(state, local, wide) at the end of each training fragment, packed as core/slots.py text_features
-    packs them (the wide mean does not reach into the fragment before)."""
+def packed_passes(rt: LlamaRuntime, texts: list[str]):
+    """The training fragments packed as core/slots.py text_features packs them: for each pass, its
+    tokens (no BOS) and (start, end, index into *texts*) of each fragment in it."""
     sep = rt.tokenize("\n\n", add_special=False)
     order = list(range(len(texts)))
     random.Random(0).shuffle(order)
-    out = np.zeros((3, len(texts), rt.n_embd), np.float32)
     batch, spans = [], []
-
-    def flush():
-        nonlocal batch, spans
-        if batch:
-            rt.reset()
-            states = rt.eval([rt.bos] + batch, outputs="all").hidden[1:]
-            for start, end, i in spans:
-                out[:, i] = (states[end], local_mean(states, end, start), local_mean(states, end, start, window=WIDE))
-        batch, spans = [], []
-
     for i in order:
         toks = rt.tokenize(texts[i].rstrip(" "), add_special=False)[-120:]
         if batch and len(batch) + len(sep) + len(toks) > slots.PACK_TOKENS:
-            flush()
+            yield batch, spans
+            batch, spans = [], []
         if batch:
             batch += sep
         spans.append((len(batch), len(batch) + len(toks) - 1, i))
         batch += toks
-    flush()
+    if batch:
+        yield batch, spans
+
+
+def training_rows(rt: LlamaRuntime, texts: list[str]) -> tuple[np.ndarray, ...]:
+    """(state, local, wide) at the end of each training fragment, packed as core/slots.py text_features
+    packs them (the wide mean does not reach into the fragment before)."""
+    out = np.zeros((3, len(texts), rt.n_embd), np.float32)
+    for batch, spans in packed_passes(rt, texts):
+        rt.reset()
+        states = rt.eval([rt.bos] + batch, outputs="all").hidden[1:]
+        for start, end, i in spans:
+            out[:, i] = (states[end], local_mean(states, end, start), local_mean(states, end, start, window=WIDE))
     return tuple(out)
 
 

@@ -26,7 +26,6 @@ import argparse
 import ctypes
 import json
 import os
-import random
 import sys
 from pathlib import Path
 
@@ -38,7 +37,7 @@ from bench.common import machine, table  # noqa: E402
 from bench.keystrokes import PERSONAS, emails  # noqa: E402
 from bench.personal import DATA, body_prompt, load_cases  # noqa: E402
 from bench.prose import places  # noqa: E402
-from bench.slot_features import CUT, EPOCHS, SNIPPET_CLASS  # noqa: E402
+from bench.slot_features import CUT, EPOCHS, SNIPPET_CLASS, packed_passes  # noqa: E402
 from chunkwise.core import slots  # noqa: E402
 from chunkwise.core.encoding import BACKGROUND_FILE, BACKGROUND_STRIDE, SHRINKAGE, ModelStats, local_mean  # noqa: E402
 from chunkwise.core.llama_runtime import LlamaRuntime  # noqa: E402
@@ -109,31 +108,14 @@ def reading(rt, tap, text, ends=None):
 
 def training(rt, tap, texts):
     """Packed as bench/slot_features.py packs them."""
-    sep = rt.tokenize("\n\n", add_special=False)
-    order = list(range(len(texts)))
-    random.Random(0).shuffle(order)
-    got, batch, spans = [None] * len(texts), [], []
-
-    def flush():
-        nonlocal batch, spans
-        if batch:
-            rt.reset()
-            tap.take()
-            states = rt.eval([rt.bos] + batch, outputs="all").hidden[1:]
-            layers = {n: v[1:] for n, v in tap.take().items()}
-            for start, end, i in spans:
-                got[i] = rows_at(states, layers, [end], start)
-        batch, spans = [], []
-
-    for i in order:
-        toks = rt.tokenize(texts[i].rstrip(" "), add_special=False)[-120:]
-        if batch and len(batch) + len(sep) + len(toks) > slots.PACK_TOKENS:
-            flush()
-        if batch:
-            batch += sep
-        spans.append((len(batch), len(batch) + len(toks) - 1, i))
-        batch += toks
-    flush()
+    got = [None] * len(texts)
+    for batch, spans in packed_passes(rt, texts):
+        rt.reset()
+        tap.take()
+        states = rt.eval([rt.bos] + batch, outputs="all").hidden[1:]
+        layers = {n: v[1:] for n, v in tap.take().items()}
+        for start, end, i in spans:
+            got[i] = rows_at(states, layers, [end], start)
     return joined(got)
 
 

@@ -23,6 +23,18 @@ with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
 PY
 }
 
+seed_paper_profile() {  # the paper's PII profile (tests/data/pii_profile_paper.json), four contexts a field.
+    .venv/bin/python - <<'PY'
+import json, os
+from chunkwise.core import ChunkStore
+profile = json.load(open("tests/data/pii_profile_paper.json"))
+with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
+    for field, entry in profile.items():
+        if not field.startswith("_"):
+            s.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
+PY
+}
+
 editor_with() {         # $1: display, $2: passphrase, $3: a persona whose day-one library is seeded (or none).
     xvfb_start "$1"     # The editor started on a private display and store, its body clicked and focused.
     export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring

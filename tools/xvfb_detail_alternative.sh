@@ -5,15 +5,7 @@
 source "$(dirname "$0")/xvfb_common.sh"
 xvfb_start 94
 export HOME=$T PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring CHUNKWISE_PASSPHRASE=xvfb-session-only
-.venv/bin/python - <<'PY'
-import json, os
-from chunkwise.core import ChunkStore
-profile = json.load(open("tests/data/pii_profile_paper.json"))
-with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
-    for field, entry in profile.items():
-        if not field.startswith("_"):
-            s.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
-PY
+seed_paper_profile
 app_start 40
 window_focus
 xdotool type --delay 50 "Hi Sam,"
