@@ -89,6 +89,10 @@ class Alternatives:
         self.offered = offered
         return True
 
+    def shows_ready(self) -> bool:
+        """Whether the option on screen is the readier request's (the user chose it with Alt+])."""
+        return self.offered is not None and self.index == 1
+
     def wants_more(self) -> bool:
         return self.place is not None and (self.ready_request is not None or (
             self.model_alternatives and self.count < 1 + ALTERNATIVES and self.next_rank < MAX_RANK))

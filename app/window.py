@@ -87,6 +87,7 @@ class ComposeWindow(QMainWindow, EmailActions):
     request_tune = Signal(str)
     request_observe = Signal(str, list)     # text before the cursor, [(start, end)] of text not typed by hand
     request_dismiss = Signal(int, str)      # chunk id turned down, the text before it
+    request_confirm = Signal(int, str)      # chunk id taken from the readier alternative, the text before it
     request_forget = Signal()
     request_unlock = Signal(str)            # the store file to open now (a passphrase was given)
     library_unlocked = Signal()             # the library opened after start (dialogs fill their tables)
@@ -272,6 +273,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.request_tune.connect(w.tune)
         self.request_observe.connect(w.observe)
         self.request_dismiss.connect(w.dismiss)
+        self.request_confirm.connect(w.confirm)
         self.request_forget.connect(w.forget_learned)
         self.request_unlock.connect(w.unlock)
         # Queued, always: the window's slots run on the GUI thread even where a test wraps one in a
@@ -595,7 +597,7 @@ class ComposeWindow(QMainWindow, EmailActions):
 
     def _on_learned_here(self, items: list) -> None:
         first = items[0]
-        how = "typed by you" if first["origin"] == "learned" else "turned down"
+        how = first.get("how") or ("typed by you" if first["origin"] == "learned" else "turned down")
         self.statusBar().showMessage(f"Learned: “{first['context']}” ({how}). "
                                      "Tools → What Chunkwise learned… lists and removes it.", 6000)
 
@@ -639,6 +641,14 @@ class ComposeWindow(QMainWindow, EmailActions):
     def _on_accepted(self, pieces: list, editor: GhostTextEdit | None = None) -> None:
         for chunk_id in {p.chunk_id for p in pieces if p.from_chunk}:
             self.request_use.emit(chunk_id)
+        offered = self.alternatives.offered if self.alternatives.shows_ready() else None
+        if editor is not None and offered is not None and self.settings.learn_while_writing:
+            # Taken from the readier alternative: its phrase is learned, so next time the entry comes itself.
+            lead = next((i for i, p in enumerate(pieces) if p.from_chunk and p.chunk_id == offered.chunk_id), None)
+            if lead is not None:
+                taken = "".join(p.text for p in pieces)
+                before = editor.text_before_cursor()[: -len(taken) or None]
+                self.request_confirm.emit(offered.chunk_id, before + "".join(p.text for p in pieces[:lead]))
         self.alternatives.clear()                 # taken: what is left belongs to this suggestion alone
         self._show_alternatives()
         if editor is not None and not editor.pieces:

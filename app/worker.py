@@ -298,19 +298,31 @@ class ModelWorker(QObject):
     @Slot(int, str)
     def dismiss(self, chunk_id: int, text_before: str) -> None:
         """The user turned down *chunk_id* after *text_before*."""
-        if self.engine is None or self.locked:
+        self._learn_place(self.engine.dismiss if self.engine else None, chunk_id, text_before, "dismissal",
+                          "turned down")
+
+    @Slot(int, str)
+    def confirm(self, chunk_id: int, text_before: str) -> None:
+        """The user took *chunk_id*, offered one Alt+] away, after *text_before*."""
+        self._learn_place(self.engine.confirm if self.engine else None, chunk_id, text_before, "a chosen entry",
+                          "chosen by you")
+
+    def _learn_place(self, learn, chunk_id: int, text_before: str, what: str, how: str) -> None:
+        """Learn what the user said of one library entry at one place (Engine.dismiss / Engine.confirm);
+        *how* the status bar says it was learned."""
+        if learn is None or self.locked:
             return
         try:
-            learned = self.engine.dismiss(chunk_id, text_before)
+            learned = learn(chunk_id, text_before)
         except ChunkwiseError as exc:
             self.store_failed.emit(str(exc))
             return
         except Exception as exc:
-            _log_failure("dismissal")
+            _log_failure(what)
             self.store_failed.emit(f"Not learned: internal error ({type(exc).__name__})")
             return
         if learned is not None:
-            self.learned_here.emit([vars(learned)])
+            self.learned_here.emit([{**vars(learned), "how": how}])
 
     @Slot()
     def forget_learned(self) -> None:

@@ -512,6 +512,12 @@ class Engine:
 
         return dismiss(self, chunk_id, text_before)
 
+    def confirm(self, chunk_id: int, text_before: str):
+        """The user took *chunk_id*, offered one Alt+] away after *text_before*: learned there."""
+        from .feedback import confirm
+
+        return confirm(self, chunk_id, text_before)
+
     def forget_learned(self) -> dict[str, int]:
         """Forget everything learned from the user's writing (contexts, mined chunks, kNN data)."""
         counts = self.store.forget_learned()

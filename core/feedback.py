@@ -171,17 +171,30 @@ def dismiss(engine, chunk_id: int, text_before: str) -> Learned | None:
     """Remember that the user dismissed *chunk_id* after *text_before*; None if there is nothing to learn
     (no words before it, the chunk deleted meanwhile, or that place already known)."""
     phrase = lead_in(text_before)
-    if not words(phrase):
-        return None
+    return _remember(engine, chunk_id, phrase, DISMISSED) if words(phrase) else None
+
+
+def confirm(engine, chunk_id: int, text_before: str) -> Learned | None:
+    """The user took *chunk_id*, offered one Alt+] away (read too weakly to insert unasked) after
+    *text_before*: the phrase before it becomes a learned context, as a value typed by hand there
+    would, so the next time it comes by itself.  None if there is nothing to learn (a phrase too
+    short to act on alone, the chunk deleted meanwhile, or that phrase already known)."""
+    phrase = lead_in(text_before)
+    return _remember(engine, chunk_id, phrase, LEARNED) if learnable(phrase) else None
+
+
+def _remember(engine, chunk_id: int, phrase: str, kind: str) -> Learned | None:
+    """Store *phrase* as a *kind* context of *chunk_id* and refresh matching for it; None where it is
+    known already or the chunk is gone."""
     try:
-        if engine.store.add_context(chunk_id, phrase, DISMISSED) is None:
+        if engine.store.add_context(chunk_id, phrase, kind) is None:
             return None
     except StoreError:
         if not engine.store.list_chunks(ids=[chunk_id]):
-            return None                     # deleted in the library meanwhile: nothing to count against
+            return None                     # deleted in the library meanwhile: nothing to learn about it
         raise
     engine.refresh(chunk_ids=[chunk_id])
-    return Learned(chunk_id, phrase, DISMISSED)
+    return Learned(chunk_id, phrase, kind)
 
 
 class PassedOver:

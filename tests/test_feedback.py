@@ -265,3 +265,29 @@ def test_learning_from_mail_teaches_the_words_the_user_writes_before_their_own_d
     learned = [(c.text, c.origin) for c in engine.store.get_chunk(email).contexts if c.origin == LEARNED]
     assert learned == [("Drop a line to", LEARNED)]
     assert suggest(engine, draft) == [email]                   # that chunk, in a new email
+
+
+def test_an_entry_taken_one_alt_bracket_away_comes_by_itself_next_time(pii_engine):
+    """The detail alternative closes the loop: where the user took an entry the engine had only read
+    weakly (Engine.confirm, what the editor sends on taking it), the phrase before it is learned and
+    the next suggestion at that phrase brings the entry itself.  Catches a confirmation that stores
+    nothing, the wrong kind of context, or no refresh of matching."""
+    from chunkwise.core.settings import Settings
+
+    github = next(c.id for c in pii_engine.store.list_chunks() if c.label == "github")
+    prompt = "Hi Sam,\n\nMy side projects are"
+    before = pii_engine.generate(Settings().suggestion_request(prompt), record_use=False)
+    assert github not in [s.chunk_id for s in before.spans]
+    learned = pii_engine.confirm(github, prompt)
+    assert learned is not None and (learned.chunk_id, learned.context, learned.origin) == (github, "My side projects are", LEARNED)
+    after = pii_engine.generate(Settings().suggestion_request("Hi Ana,\n\nThanks for asking. My side projects are"),
+                                record_use=False)
+    assert [s.chunk_id for s in after.spans][:1] == [github] and after.spans[0].start <= 1
+    assert pii_engine.confirm(github, prompt) is None                  # known already: nothing new
+    assert pii_engine.confirm(github, "Hi Sam,\n\nAt") is None         # a lone word: too short to act on
+
+
+def test_confirming_a_deleted_chunk_is_a_no_op(profile_engine):
+    engine, phone, _email = profile_engine
+    engine.store.remove_chunk(phone)
+    assert engine.confirm(phone, "You can always ring me on") is None
