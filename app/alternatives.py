@@ -54,6 +54,7 @@ class Alternatives:
         self.ready_request = None   # the readier request still to be asked (GenerationRequest.readier)
         self.ready_id = -1          # the request id that asked it
         self.offered: Piece | None = None   # the library entry its answer brings, once kept
+        self.ready_option: list[Piece] | None = None   # that answer, as kept in options
 
     def start(self, place, pieces: list[Piece], ready_request=None, model_alternatives: bool = True) -> None:
         """New alternatives for *place*, whose suggestion is *pieces*; *ready_request*: the readier request
@@ -85,13 +86,16 @@ class Alternatives:
         offered = detail_offered(pieces, self.options[0]) if self.options else None
         if offered is None or self._known("".join(p.text for p in pieces)):
             return False
-        self.options.insert(1, list(pieces))
+        self.ready_option = list(pieces)
+        self.options.insert(1, self.ready_option)
+        if self.index >= 1:
+            self.index += 1             # the option on screen keeps its place (asked first, so not today)
         self.offered = offered
         return True
 
     def shows_ready(self) -> bool:
         """Whether the option on screen is the readier request's (the user chose it with Alt+])."""
-        return self.offered is not None and self.index == 1
+        return self.ready_option is not None and self.options[self.index] is self.ready_option
 
     def wants_more(self) -> bool:
         return self.place is not None and (self.ready_request is not None or (

@@ -432,7 +432,8 @@ class LearnedDialog(LaneDialog):
         self.note = QLabel(f"Your library is locked: {self.locked}\n\nUnlock it with Unlock… in the library or "
                            "Tools → Unlock library…, then look here again." if self.locked else
                            "Learned on this computer from what you write: when you type a value from your library "
-                           "yourself, or it is in mail you had Chunkwise learn from, the words before it; when you "
+                           "yourself, take it with Alt+], or it is in mail you had Chunkwise learn from, the words "
+                           "before it; when you "
                            "press Esc on a suggested chunk, the words where you turned it down. Nothing leaves "
                            "this machine.")
         self.note.setWordWrap(True)

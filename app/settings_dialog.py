@@ -133,8 +133,8 @@ class SettingsDialog(QDialog):
         self.anchors.setChecked(s.anchor_reduction)
         self.knn = QCheckBox("Also predict from my writing (what Tools → Learn from my writing read)")
         self.knn.setChecked(s.knn_enabled)
-        self.learn_typing = QCheckBox("Learn while I write (the words before a library value I type myself; "
-                                      "where I press Esc on a suggestion from my library)")
+        self.learn_typing = QCheckBox("Learn while I write (the words before a library value I type myself "
+                                      "or take with Alt+]; where I press Esc on a suggestion from my library)")
         self.learn_typing.setChecked(s.learn_while_writing)
         self.learn_sent = QCheckBox("Learn from emails I open in my mail client (off until you turn it on)")
         self.learn_sent.setChecked(s.learn_from_sent)

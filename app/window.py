@@ -116,6 +116,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self._last_request: GenerationRequest | None = None
         self._request_place = None
         self.alternatives = Alternatives()   # Alt+] / Alt+[ (app/alternatives.py)
+        self._confirming = None              # (editor, entry, text before it): taken from the readier alternative
         self.model_ready = False
         self.locked_message = ""       # why the library could not open, while it is locked
         self.last_stats: dict = {}
@@ -422,6 +423,7 @@ class ComposeWindow(QMainWindow, EmailActions):
             self.worker.latest = 0           # the running one stops at its next token
         self.debounce.stop()
         self.alternatives.clear()
+        self._confirming = None                  # an entry left half-taken teaches nothing
         self._show_alternatives()
 
     def suggest_now(self) -> None:
@@ -598,7 +600,9 @@ class ComposeWindow(QMainWindow, EmailActions):
     def _on_learned_here(self, items: list) -> None:
         first = items[0]
         how = first.get("how") or ("typed by you" if first["origin"] == "learned" else "turned down")
-        self.statusBar().showMessage(f"Learned: “{first['context']}” ({how}). "
+        what = f"after “{first['context']}” comes your {first['label']}" if how == "you took it" and first.get("label") \
+            else f"“{first['context']}”"
+        self.statusBar().showMessage(f"Learned: {what} ({how}). "
                                      "Tools → What Chunkwise learned… lists and removes it.", 6000)
 
     def open_learned(self) -> None:
@@ -641,19 +645,34 @@ class ComposeWindow(QMainWindow, EmailActions):
     def _on_accepted(self, pieces: list, editor: GhostTextEdit | None = None) -> None:
         for chunk_id in {p.chunk_id for p in pieces if p.from_chunk}:
             self.request_use.emit(chunk_id)
-        offered = self.alternatives.offered if self.alternatives.shows_ready() else None
-        if editor is not None and offered is not None and self.settings.learn_while_writing:
-            # Taken from the readier alternative: its phrase is learned, so next time the entry comes itself.
-            lead = next((i for i, p in enumerate(pieces) if p.from_chunk and p.chunk_id == offered.chunk_id), None)
-            if lead is not None:
-                taken = "".join(p.text for p in pieces)
-                before = editor.text_before_cursor()[: -len(taken) or None]
-                self.request_confirm.emit(offered.chunk_id, before + "".join(p.text for p in pieces[:lead]))
+        self._confirm_taken(pieces, editor)
         self.alternatives.clear()                 # taken: what is left belongs to this suggestion alone
         self._show_alternatives()
         if editor is not None and not editor.pieces:
             self.current_editor = editor
             self._schedule()             # the whole suggestion taken: the next one follows
+
+    def _confirm_taken(self, pieces: list, editor: GhostTextEdit | None) -> None:
+        """Taken from the readier alternative (Alt+]), in the body, with Learn while I write on: the phrase
+        before the entry is learned, so there it comes by itself the next time.  Sent once the whole entry
+        is in the email (Ctrl+Right may take it a word at a time; Esc halfway teaches nothing); the phrase
+        is the text before the place the alternative was for, plus its words before the entry, whatever
+        the user typed through since."""
+        alts = self.alternatives
+        if alts.shows_ready() and editor is self.body_edit and self.settings.learn_while_writing:
+            option = alts.options[alts.index]
+            lead = next(i for i, p in enumerate(option) if p.from_chunk and p.chunk_id == alts.offered.chunk_id)
+            _editor, anchor = alts.place
+            before = editor.toPlainText()[:anchor] + "".join(p.text for p in option[:lead])
+            self._confirming = (editor, alts.offered.chunk_id, before)
+        if self._confirming is None or self._confirming[0] is not editor:
+            return
+        _editor, chunk_id, before = self._confirming
+        if any(p.from_chunk and p.chunk_id == chunk_id for p in editor.pieces):
+            return                                      # part of the entry is still to take
+        self._confirming = None
+        if editor.toPlainText().startswith(before):     # the words before it still stand as they were
+            self.request_confirm.emit(chunk_id, before)
 
     def _toggle_spelling(self, checked: bool) -> None:
         self.settings.spell_check = checked

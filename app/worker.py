@@ -305,7 +305,7 @@ class ModelWorker(QObject):
     def confirm(self, chunk_id: int, text_before: str) -> None:
         """The user took *chunk_id*, offered one Alt+] away, after *text_before*."""
         self._learn_place(self.engine.confirm if self.engine else None, chunk_id, text_before, "a chosen entry",
-                          "chosen by you")
+                          "you took it")
 
     def _learn_place(self, learn, chunk_id: int, text_before: str, what: str, how: str) -> None:
         """Learn what the user said of one library entry at one place (Engine.dismiss / Engine.confirm);
@@ -322,7 +322,8 @@ class ModelWorker(QObject):
             self.store_failed.emit(f"Not learned: internal error ({type(exc).__name__})")
             return
         if learned is not None:
-            self.learned_here.emit([{**vars(learned), "how": how}])
+            chunk = self.engine.store.get_chunk(chunk_id)
+            self.learned_here.emit([{**vars(learned), "how": how, "label": chunk.label or chunk.shown()[:40]}])
 
     @Slot()
     def forget_learned(self) -> None:

@@ -1052,8 +1052,8 @@ def test_a_detail_read_too_weakly_to_insert_is_one_alt_bracket_away(qtbot, make_
     assert body.toPlainText().startswith("Hi Sam,\n\nMy side projects are " + github)
     # Taken from the alternative, with Learn while I write on (the default): its phrase is learned, and
     # the next time the entry comes by itself.
-    qtbot.waitUntil(lambda: "Learned: “My side projects are” (chosen by you)" in w.statusBar().currentMessage(),
-                    timeout=WAIT)
+    qtbot.waitUntil(lambda: "Learned: after “My side projects are” comes your github (you took it)"
+                    in w.statusBar().currentMessage(), timeout=WAIT)
     qtbot.keyClick(body, Qt.Key_A, Qt.ControlModifier)     # a new email (one that has the value already
     qtbot.keyClick(body, Qt.Key_Delete)                     # does not get it offered again)
     type_text(qtbot, body, "Hi Ana,\n\nMy side projects are")
@@ -1086,3 +1086,18 @@ def test_where_nothing_is_suggested_alt_bracket_brings_the_detail(qtbot, make_wi
     qtbot.keyClick(body, Qt.Key_BracketRight, Qt.AltModifier)
     qtbot.keyClick(body, Qt.Key_Tab)
     assert body.toPlainText().rstrip().endswith("going forward:\njohndoe@example.com")
+
+
+def test_an_entry_taken_after_typing_into_it_teaches_the_words_before_it(qtbot, make_window):
+    """Typing the first letters of the entry from the readier alternative uses them up; taking the rest
+    teaches "My side projects are", not "My side projects are g" (the phrase is the text before the
+    place the alternative was for).  Catches a phrase cut from the text before the cursor at the take."""
+    w = make_window(with_pii=True)
+    body = type_and_wait(qtbot, w, "Hi Sam,\n\nMy side projects are")
+    qtbot.waitUntil(lambda: w.alternatives.request_id == -1 and "Alt+] github" in w.alt_label.text(), timeout=WAIT)
+    qtbot.keyClick(body, Qt.Key_BracketRight, Qt.AltModifier)
+    qtbot.keyClicks(body, " gi")
+    assert body.ghost_text.startswith("thub.com/johndoe")
+    qtbot.keyClick(body, Qt.Key_Tab)
+    qtbot.waitUntil(lambda: "Learned: after" in w.statusBar().currentMessage(), timeout=WAIT)
+    assert "after “My side projects are” comes your github" in w.statusBar().currentMessage()

@@ -275,13 +275,12 @@ def test_an_entry_taken_one_alt_bracket_away_comes_by_itself_next_time(pii_engin
     from chunkwise.core.settings import Settings
 
     github = next(c.id for c in pii_engine.store.list_chunks() if c.label == "github")
-    prompt = "Hi Sam,\n\nMy side projects are"
-    before = pii_engine.generate(Settings().suggestion_request(prompt), record_use=False)
+    prompt, later = "Hi Sam,\n\nMy side projects are", "Hi Ana,\n\nMy side projects are"
+    before = pii_engine.generate(Settings().suggestion_request(later), record_use=False)
     assert github not in [s.chunk_id for s in before.spans]
     learned = pii_engine.confirm(github, prompt)
     assert learned is not None and (learned.chunk_id, learned.context, learned.origin) == (github, "My side projects are", LEARNED)
-    after = pii_engine.generate(Settings().suggestion_request("Hi Ana,\n\nThanks for asking. My side projects are"),
-                                record_use=False)
+    after = pii_engine.generate(Settings().suggestion_request(later), record_use=False)
     assert [s.chunk_id for s in after.spans][:1] == [github] and after.spans[0].start <= 1
     assert pii_engine.confirm(github, prompt) is None                  # known already: nothing new
     assert pii_engine.confirm(github, "Hi Sam,\n\nAt") is None         # a lone word: too short to act on
