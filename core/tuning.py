@@ -231,13 +231,8 @@ def tune_threshold(engine, text: str, thresholds: Sequence[float] = THRESHOLD_GR
     if matcher is None:
         raise ChunkwiseError("The chunk store is empty: there is no threshold to tune.")
     p = score_text(engine, text, knn=False)
-    saved, grid = matcher.threshold, []
-    try:
-        for t in thresholds:
-            matcher.threshold = t
-            grid.append({"gamma": None, "threshold": t, "cdlm": report_for(engine, p, matcher).cdlm})
-    finally:
-        matcher.threshold = saved
+    grid = [{"gamma": None, "threshold": t, "cdlm": report_for(engine, p, matcher.at_threshold(t)).cdlm}
+            for t in thresholds]
     best = min(grid, key=lambda g: g["cdlm"])
     return TuneResult(best["threshold"], None, report_for(engine, p, None).base, best["cdlm"], grid)
 
