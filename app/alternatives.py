@@ -87,9 +87,7 @@ class Alternatives:
         if offered is None or self._known("".join(p.text for p in pieces)):
             return False
         self.ready_option = list(pieces)
-        self.options.insert(1, self.ready_option)
-        if self.index >= 1:
-            self.index += 1             # the option on screen keeps its place (asked first, so not today)
+        self.options.insert(1, self.ready_option)      # asked first: nothing else is there yet to shift
         self.offered = offered
         return True
 

@@ -116,7 +116,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self._last_request: GenerationRequest | None = None
         self._request_place = None
         self.alternatives = Alternatives()   # Alt+] / Alt+[ (app/alternatives.py)
-        self._confirming = None              # (editor, entry, text before it): taken from the readier alternative
+        self._confirming = None              # (entry, text before it): taken from the body's readier alternative
         self.model_ready = False
         self.locked_message = ""       # why the library could not open, while it is locked
         self.last_stats: dict = {}
@@ -599,10 +599,11 @@ class ComposeWindow(QMainWindow, EmailActions):
 
     def _on_learned_here(self, items: list) -> None:
         first = items[0]
-        how = first.get("how") or ("typed by you" if first["origin"] == "learned" else "turned down")
-        what = f"after “{first['context']}” comes your {first['label']}" if how == "you took it" and first.get("label") \
-            else f"“{first['context']}”"
-        self.statusBar().showMessage(f"Learned: {what} ({how}). "
+        if first.get("taken"):                  # an entry taken from the readier alternative (ModelWorker.confirm)
+            what = f"after “{first['context']}” comes your {first['taken']} (you took it)"
+        else:
+            what = f"“{first['context']}” ({'typed by you' if first['origin'] == 'learned' else 'turned down'})"
+        self.statusBar().showMessage(f"Learned: {what}. "
                                      "Tools → What Chunkwise learned… lists and removes it.", 6000)
 
     def open_learned(self) -> None:
@@ -664,10 +665,10 @@ class ComposeWindow(QMainWindow, EmailActions):
             lead = next(i for i, p in enumerate(option) if p.from_chunk and p.chunk_id == alts.offered.chunk_id)
             _editor, anchor = alts.place
             before = editor.toPlainText()[:anchor] + "".join(p.text for p in option[:lead])
-            self._confirming = (editor, alts.offered.chunk_id, before)
-        if self._confirming is None or self._confirming[0] is not editor:
+            self._confirming = (alts.offered.chunk_id, before)
+        if self._confirming is None or editor is not self.body_edit:
             return
-        _editor, chunk_id, before = self._confirming
+        chunk_id, before = self._confirming
         if any(p.from_chunk and p.chunk_id == chunk_id for p in editor.pieces):
             return                                      # part of the entry is still to take
         self._confirming = None

@@ -298,18 +298,17 @@ class ModelWorker(QObject):
     @Slot(int, str)
     def dismiss(self, chunk_id: int, text_before: str) -> None:
         """The user turned down *chunk_id* after *text_before*."""
-        self._learn_place(self.engine.dismiss if self.engine else None, chunk_id, text_before, "dismissal",
-                          "turned down")
+        self._learn_place(self.engine.dismiss if self.engine else None, chunk_id, text_before, "dismissal")
 
     @Slot(int, str)
     def confirm(self, chunk_id: int, text_before: str) -> None:
         """The user took *chunk_id*, offered one Alt+] away, after *text_before*."""
         self._learn_place(self.engine.confirm if self.engine else None, chunk_id, text_before, "a chosen entry",
-                          "you took it")
+                          taken=True)
 
-    def _learn_place(self, learn, chunk_id: int, text_before: str, what: str, how: str) -> None:
+    def _learn_place(self, learn, chunk_id: int, text_before: str, what: str, taken: bool = False) -> None:
         """Learn what the user said of one library entry at one place (Engine.dismiss / Engine.confirm);
-        *how* the status bar says it was learned."""
+        *taken*: the user took it (the status bar then names the entry)."""
         if learn is None or self.locked:
             return
         try:
@@ -322,8 +321,11 @@ class ModelWorker(QObject):
             self.store_failed.emit(f"Not learned: internal error ({type(exc).__name__})")
             return
         if learned is not None:
-            chunk = self.engine.store.get_chunk(chunk_id)
-            self.learned_here.emit([{**vars(learned), "how": how, "label": chunk.label or chunk.shown()[:40]}])
+            item = vars(learned)
+            if taken:
+                chunk = self.engine.store.get_chunk(chunk_id)
+                item = {**item, "taken": chunk.label or chunk.shown()[:40]}
+            self.learned_here.emit([item])
 
     @Slot()
     def forget_learned(self) -> None:
