@@ -32,6 +32,7 @@ from PySide6.QtWidgets import QPlainTextEdit, QToolTip
 from chunkwise.core import Piece
 from chunkwise.core.decoding import split_pieces
 
+from .qtext import py_index, qt_len
 from .theme import colours
 from .words import kind_name
 
@@ -108,7 +109,12 @@ class GhostTextEdit(QPlainTextEdit):
         self.anchor = -1
 
     def text_before_cursor(self) -> str:
-        return self.toPlainText()[: self.textCursor().position()]
+        return self.text_before(self.textCursor().position())
+
+    def text_before(self, position: int) -> str:
+        """The document's text before Qt's *position* (a cursor's or an anchor's)."""
+        text = self.toPlainText()
+        return text[: py_index(text, position)]
 
     def cursor_at_line_end(self) -> bool:
         cursor = self.textCursor()
@@ -157,8 +163,11 @@ class GhostTextEdit(QPlainTextEdit):
         return fmt
 
     def not_typed_ranges(self) -> list[tuple[int, int]]:
-        """(start, end) of text the user did not type: accepted suggestions, pastes, a restored autosave."""
-        return [(frag.position(), frag.position() + frag.length()) for frag in self._fragments(NOT_TYPED)]
+        """(start, end) of text the user did not type: accepted suggestions, pastes, a restored autosave;
+        Python indices into ``toPlainText()``, as the engine reads them."""
+        text = self.toPlainText()
+        return [(py_index(text, frag.position()), py_index(text, frag.position() + frag.length()))
+                for frag in self._fragments(NOT_TYPED)]
 
     def mark_not_typed(self) -> None:
         """Mark everything now in the document as not typed here (a restored autosave)."""
@@ -263,7 +272,7 @@ class GhostTextEdit(QPlainTextEdit):
                 rest_pieces = self._split(len(typed))[1]
                 # Move the ghost first, so the cursor move it causes is not taken as a jump away.
                 self.pieces = rest_pieces
-                self.anchor = self.textCursor().position() + len(typed)
+                self.anchor = self.textCursor().position() + qt_len(typed)
                 self._internal = True
                 try:
                     super().keyPressEvent(event)
@@ -340,11 +349,13 @@ class GhostTextEdit(QPlainTextEdit):
         if self.spelling is None or not self.spelling.enabled:
             return []
         block = cursor.block()
-        span = self.spelling.misspelled_at(block.text(), cursor.position() - block.position())
+        line = block.text()
+        span = self.spelling.misspelled_at(line, py_index(line, cursor.position() - block.position()))
         if span is None:
             return []
-        start, end = block.position() + span[0], block.position() + span[1]
-        word = block.text()[span[0]:span[1]]
+        word = line[span[0]:span[1]]
+        start = block.position() + qt_len(line[:span[0]])
+        end = start + qt_len(word)
         actions = []
         for suggestion in self.spelling.speller.suggestions(word):
             action = QAction(suggestion, self)
@@ -410,20 +421,20 @@ class GhostTextEdit(QPlainTextEdit):
         in it, and where to draw it."""
         cursor = self.textCursor()
         block = cursor.block()
-        typed = block.text()[: cursor.positionInBlock()]
+        typed = block.text()[: py_index(block.text(), cursor.positionInBlock())]
         text = typed + "".join(p.text for p in self.pieces).replace("\n", "\u2028")   # a line break, same length
         layout = QTextLayout(text, self.font())
         layout.setTextOption(block.layout().textOption())
         hidden = QTextCharFormat()
         hidden.setForeground(QColor(Qt.transparent))
-        formats, start = [self._format_range(0, len(typed), hidden)], len(typed)
+        formats, start = [self._format_range(0, qt_len(typed), hidden)], qt_len(typed)
         for piece in self.pieces:
             fmt = QTextCharFormat()
             fmt.setForeground(self.colours.chunk_text if piece.from_chunk else self.colours.ghost)
             if piece.from_chunk:
                 fmt.setBackground(self.colours.chunk_background)
-            formats.append(self._format_range(start, len(piece.text), fmt))
-            start += len(piece.text)
+            formats.append(self._format_range(start, qt_len(piece.text), fmt))
+            start += qt_len(piece.text)
         layout.setFormats(formats)
         first = block.layout().lineAt(0) if block.layout().lineCount() else None
         x, width = (first.x(), first.width()) if first else (self.document().documentMargin(), self.viewport().width())
@@ -435,7 +446,7 @@ class GhostTextEdit(QPlainTextEdit):
             y += line.height()
         layout.endLayout()
         origin = self.blockBoundingGeometry(block).translated(self.contentOffset()).topLeft()
-        return layout, formats, len(typed), origin + block.layout().position()
+        return layout, formats, qt_len(typed), origin + block.layout().position()
 
     @staticmethod
     def _format_range(start: int, length: int, fmt: QTextCharFormat) -> QTextLayout.FormatRange:
@@ -447,7 +458,7 @@ class GhostTextEdit(QPlainTextEdit):
         layout, formats, start, origin = self._ghost_layout()
         layout.draw(painter, origin, formats)
         for piece in self.pieces:                        # where chunk text is, for its tooltip
-            end = start + len(piece.text)
+            end = start + qt_len(piece.text)
             for i in range(layout.lineCount()) if piece.from_chunk else ():
                 line = layout.lineAt(i)
                 a, b = max(start, line.textStart()), min(end, line.textStart() + line.textLength())

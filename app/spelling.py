@@ -21,6 +21,8 @@ from PySide6.QtGui import QColor, QSyntaxHighlighter, QTextCharFormat
 
 from chunkwise.core.paths import atomic_write
 
+from .qtext import qt_len
+
 WORD = re.compile(r"[A-Za-z][A-Za-z']*[A-Za-z]|[A-Za-z]")
 _BRITISH = ((r"our(s?)$", r"or\1"), (r"ise(s|d)?$", r"ize\1"), (r"ising$", r"izing"), (r"isation(s?)$", r"ization\1"),
             (r"yse(s|d)?$", r"yze\1"), (r"tre(s?)$", r"ter\1"), (r"ll(ed|ing|er)$", r"l\1"), (r"ogue(s?)$", r"og\1"),
@@ -109,7 +111,8 @@ class SpellHighlighter(QSyntaxHighlighter):
                                                          and text[m.end() + 1].isalnum()):
                 continue                      # part of an address, a URL or a file name
             if self.speller.misspelled(m.group()):
-                self.setFormat(m.start(), m.end() - m.start(), self.underline)
+                start = qt_len(text[:m.start()])         # Qt's positions (app/qtext.py)
+                self.setFormat(start, qt_len(m.group()), self.underline)
 
     def misspelled_at(self, text: str, position: int) -> tuple[int, int] | None:
         """(start, end) of the misspelled word of *text* around *position*, if any."""

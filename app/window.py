@@ -664,7 +664,7 @@ class ComposeWindow(QMainWindow, EmailActions):
             option = alts.options[alts.index]
             lead = next(i for i, p in enumerate(option) if p.from_chunk and p.chunk_id == alts.offered.chunk_id)
             _editor, anchor = alts.place
-            before = editor.toPlainText()[:anchor] + "".join(p.text for p in option[:lead])
+            before = editor.text_before(anchor) + "".join(p.text for p in option[:lead])
             self._confirming = (alts.offered.chunk_id, before)
         if self._confirming is None or editor is not self.body_edit:
             return
@@ -765,7 +765,7 @@ class ComposeWindow(QMainWindow, EmailActions):
 
         from .library import ChunkEditDialog
 
-        context = lead_in(self.body_edit.toPlainText()[:cursor.selectionStart()])
+        context = lead_in(self.body_edit.text_before(cursor.selectionStart()))
         dialog = ChunkEditDialog(self, prefill={"text": text, "kind": "snippet",
                                                 "contexts": [context] if context else []},
                                  prepare=None if self.locked_message else self.request_prepare.emit)

@@ -55,6 +55,16 @@ def type_text(qtbot, editor, text):
             qtbot.keyClicks(editor, line)
 
 
+def commit(widget, text):
+    """Text as an input method or an emoji picker commits it (QTest types no character outside the BMP)."""
+    from PySide6.QtGui import QInputMethodEvent
+    from PySide6.QtWidgets import QApplication
+
+    event = QInputMethodEvent()
+    event.setCommitString(text)
+    QApplication.sendEvent(widget, event)
+
+
 def type_and_wait(qtbot, window, text, editor=None):
     editor = editor or window.body_edit
     editor.setFocus()
@@ -929,21 +939,23 @@ def test_the_library_answers_and_edits_while_learning_runs(qtbot, make_window, t
         assert "snippet" in kinds and "teacher" in kinds          # the edit and the learning, both kept
 
 
-def test_ghost_text_is_drawn_where_accepting_puts_it(qtbot):
+@pytest.mark.parametrize("typed, emoji", [("Reach me at", ""), ("Reach me 🙂 at", " 🎉")])
+def test_ghost_text_is_drawn_where_accepting_puts_it(qtbot, typed, emoji):
     """Qt's own layout places the ghost text (tabs, wrapping, fonts): a chunk's highlight sits where its
-    text lands when accepted, past a tab and on a wrapped line alike."""
+    text lands when accepted, past a tab and on a wrapped line alike, and past emoji in the line and in
+    the suggestion (two of Qt's positions each: catches Python lengths given to Qt's layout)."""
     from chunkwise.app.ghost import GhostTextEdit
 
     editor = GhostTextEdit()
     qtbot.addWidget(editor)
     editor.resize(320, 200)
     editor.show()
-    editor.setPlainText("Reach me at")
+    editor.setPlainText(typed)
     cursor = editor.textCursor()
     cursor.movePosition(cursor.MoveOperation.End)
     editor.setTextCursor(cursor)
     editor.start_ghost()
-    tail = "\tor on the phone, which is usually quickest for anything urgent: "
+    tail = f"\tor on the phone{emoji}, which is usually quickest for anything urgent: "
     editor.add_ghost(Piece(tail))
     editor.add_ghost(Piece("(555) 123-4567", "chunk", 7, "pii", "phone", 0.8))
     editor.grab()                                   # paint it
@@ -951,10 +963,36 @@ def test_ghost_text_is_drawn_where_accepting_puts_it(qtbot):
     assert piece.chunk_id == 7
     editor.accept_ghost()
     start = QTextCursor(editor.document())
-    start.setPosition(len("Reach me at" + tail))
+    start.setPosition(len((typed + tail).encode("utf-16-le")) // 2)          # Qt's position, worked out here
     landed = editor.cursorRect(start)
     assert abs(box.left() - landed.left()) <= 2 and abs(box.top() - landed.top()) <= 2
     assert landed.top() > editor.cursorRect(QTextCursor(editor.document())).top()    # it wrapped
+
+
+def test_an_emoji_earlier_in_the_email_does_not_shift_what_is_read_before_the_cursor(qtbot, make_window):
+    """Qt counts an emoji as two positions, Python as one.  The prompt is the text before the cursor,
+    not that plus the line break after it, and a paste after an emoji is marked as not typed over
+    itself.  Catches Qt's positions used as Python indices (app/qtext.py)."""
+    from PySide6.QtWidgets import QApplication
+
+    w = make_window()
+    body = w.body_edit
+    body.setFocus()
+    type_text(qtbot, body, "Hi Sam ")
+    commit(body, "🙂")
+    type_text(qtbot, body, "\n\nSee you on\n\nBest,\nAna")
+    for _ in range(3):
+        qtbot.keyClick(body, Qt.Key_Up)
+    qtbot.keyClick(body, Qt.Key_End)
+    qtbot.keyClicks(body, " Friday")
+    assert body.text_before_cursor() == "Hi Sam 🙂\n\nSee you on Friday"
+    qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id, timeout=WAIT)
+    assert w._last_request.prompt == "Hi Sam 🙂\n\nSee you on Friday"
+    qtbot.keyClick(body, Qt.Key_End, Qt.ControlModifier)
+    QApplication.clipboard().setText(" (555) 123-4567")
+    qtbot.keyClick(body, Qt.Key_V, Qt.ControlModifier)
+    text = body.toPlainText()
+    assert [text[a:b] for a, b in body.not_typed_ranges()] == [" (555) 123-4567"]
 
 
 def test_a_chunk_typed_over_is_not_suggested_again_in_that_sentence(qtbot, make_window):

@@ -241,6 +241,31 @@ def test_ghost_and_library_colours_follow_a_dark_theme(qtbot, window, monkeypatc
         app.setStyle(style)
 
 
+def test_a_misspelling_after_an_emoji_is_underlined_and_corrected_in_place(qtbot, window):
+    """Qt counts an emoji as two positions, Python as one: the underline sits on the misspelled word
+    and a correction replaces that word, not the characters one to the left.  Catches Python indices
+    given to Qt (app/qtext.py)."""
+    from PySide6.QtGui import QInputMethodEvent, QTextCharFormat, QTextCursor
+    from PySide6.QtWidgets import QApplication
+
+    w = window()
+    body = w.body_edit
+    body.setFocus()
+    qtbot.keyClicks(body, "Thanks ")
+    emoji = QInputMethodEvent()
+    emoji.setCommitString("🙏")
+    QApplication.sendEvent(body, emoji)
+    qtbot.keyClicks(body, " I will recieve it")
+    start = len("Thanks 🙏 I will ".encode("utf-16-le")) // 2            # Qt's position of the word
+    spans = [(f.start, f.length) for f in body.document().firstBlock().layout().formats()
+             if f.format.underlineStyle() == QTextCharFormat.SpellCheckUnderline]
+    assert spans == [(start, len("recieve"))]
+    cursor = QTextCursor(body.document())
+    cursor.setPosition(start + 2)
+    next(a for a in body.spelling_actions(cursor) if a.text() == "receive").trigger()
+    assert body.toPlainText() == "Thanks 🙏 I will receive it"
+
+
 def test_spelling_is_underlined_corrected_and_learned(qtbot, window):
     """Issue 14.13. Bugs caught: no underline under a misspelling, British spellings flagged,
     a correction that does not replace the word, an added word flagged again (or kept in a
