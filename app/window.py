@@ -114,6 +114,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self._received: dict[int, int] = {}
         self._early_finish: dict[int, dict] = {}
         self._last_request: GenerationRequest | None = None
+        self._library_phrases = 0       # phrases that lead into library entries (_show_library_size)
         self._request_place = None
         self.alternatives = Alternatives()   # Alt+] / Alt+[ (app/alternatives.py)
         self._confirming = None              # (entry, text before it): taken from the body's readier alternative
@@ -386,6 +387,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self._show_library_size(contexts)
 
     def _show_library_size(self, phrases: int) -> None:
+        self._library_phrases = phrases          # 0 while the library is locked or empty: no entry to offer
         self.model_label.setText(f"{self.model_name} · library ready")
         self.model_label.setToolTip(f"The model is {self.model_name}. Your library has {phrases} phrase(s) "
                                     "that lead into its entries.")
@@ -509,7 +511,8 @@ class ComposeWindow(QMainWindow, EmailActions):
             f"{stats['chunks']} library insertion(s), {stats['passes_saved']} model steps saved")
         if editor is not None and self._request_place == (editor, editor.anchor):
             # First the same request more readily (app/alternatives.py), where there is anything readier.
-            ready = self._last_request.readier(self.settings.threshold)
+            # (not where no library entry can come: a locked or empty library would spend a request on nothing)
+            ready = self._last_request.readier(self.settings.threshold) if self._library_phrases else None
             if editor.has_ghost():
                 self.alternatives.start((editor, editor.anchor), editor.pieces, ready)
                 # Rank 0 is the model's own top choice: the suggestion itself, unless a library chunk led it.

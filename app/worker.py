@@ -32,13 +32,20 @@ from chunkwise.core.matching import DEFAULT_THRESHOLD
 log = logging.getLogger("chunkwise.worker")
 
 
-def _log_failure(what: str) -> None:
-    """Where it failed, for the log; never the exception's message, which may quote the user's text."""
+def _unexpected(what: str) -> str:
+    """Log where *what* failed, and say it in the user's words: that something went wrong, and of which
+    kind, never "internal error" or the exception's message (it may quote the user's text); the
+    callers say what was kept.
+
+    For the log: the frames, for whoever looks into it.
+    """
     import sys
 
     exc_type, _exc, tb = sys.exc_info()
+    name = exc_type.__name__ if exc_type else "unknown"
     frames = "".join(traceback.format_tb(tb, limit=5))
-    log.error("%s failed: %s\n%s", what, exc_type.__name__ if exc_type else "?", frames)
+    log.error("%s failed: %s\n%s", what, name, frames)
+    return f"something unexpected went wrong ({name})"
 
 
 LOCKED_HINT = "Your library is locked. Unlock it with Tools → Unlock library…, then try again."
@@ -109,9 +116,8 @@ class ModelWorker(QObject):
             self.load_failed.emit("Loading was cancelled.")
         except ChunkwiseError as exc:
             self.load_failed.emit(str(exc))
-        except Exception as exc:  # never let the worker thread die silently
-            _log_failure("loading")           # the type and place only: the message may quote the user's text
-            self.load_failed.emit(f"Unexpected error while loading: {type(exc).__name__}")
+        except Exception:  # never let the worker thread die silently
+            self.load_failed.emit(f"The model did not load: {_unexpected('loading')}")
 
     def _open_store(self, db_path: str | None) -> ChunkStore:
         """The library, or an empty stand-in while it cannot open (``locked`` says why)."""
@@ -205,8 +211,7 @@ class ModelWorker(QObject):
                 if isinstance(exc, ChunkwiseError):
                     self.job_failed.emit(job_id, str(exc), False)
                 else:                        # the type and place for the log; the user a sentence
-                    _log_failure("library")
-                    self.job_failed.emit(job_id, f"The library could not do that ({type(exc).__name__}); "
+                    self.job_failed.emit(job_id, f"The library could not do that: {_unexpected('library')}; "
                                                  "nothing was changed.", False)
             else:
                 self.job_done.emit(job_id, result)
@@ -235,9 +240,8 @@ class ModelWorker(QObject):
             self.finished.emit(request_id, stats)
         except ChunkwiseError as exc:
             self.failed.emit(request_id, str(exc))
-        except Exception as exc:   # reported in one line; the details go to the log, not the screen
-            _log_failure("generation")
-            self.failed.emit(request_id, f"internal error ({type(exc).__name__})")
+        except Exception:   # reported in one line; the details go to the log, not the screen
+            self.failed.emit(request_id, f"{_unexpected('generation')}; your email is as it was")
 
     @Slot(float)
     def set_threshold(self, value: float) -> None:
@@ -282,9 +286,8 @@ class ModelWorker(QObject):
         except ChunkwiseError as exc:
             self.store_failed.emit(str(exc))
             return
-        except Exception as exc:      # the details go to the log, never the draft's text
-            _log_failure("learning while writing")
-            self.store_failed.emit(f"Not learned: internal error ({type(exc).__name__})")
+        except Exception:             # the details go to the log, never the draft's text
+            self.store_failed.emit(f"Not learned: {_unexpected('learning while writing')}; your library is as it was")
             return
         if learned:
             self.learned_here.emit([vars(x) for x in learned])
@@ -293,7 +296,7 @@ class ModelWorker(QObject):
         try:
             self.engine.prepare_typed(*typing)
         except Exception:             # best effort: learning reads the phrase itself
-            _log_failure("reading a phrase ahead")
+            _unexpected("reading a phrase ahead")
 
     @Slot(int, str)
     def dismiss(self, chunk_id: int, text_before: str) -> None:
@@ -316,9 +319,8 @@ class ModelWorker(QObject):
         except ChunkwiseError as exc:
             self.store_failed.emit(str(exc))
             return
-        except Exception as exc:
-            _log_failure(what)
-            self.store_failed.emit(f"Not learned: internal error ({type(exc).__name__})")
+        except Exception:
+            self.store_failed.emit(f"Not learned: {_unexpected(what)}; your library is as it was")
             return
         if learned is not None:
             item = vars(learned)
@@ -339,9 +341,8 @@ class ModelWorker(QObject):
             self.forgotten.emit(self.engine.forget_learned())
         except ChunkwiseError as exc:
             self.store_failed.emit(str(exc))
-        except Exception as exc:
-            _log_failure("forgetting")
-            self.store_failed.emit(f"Nothing was forgotten: internal error ({type(exc).__name__})")
+        except Exception:
+            self.store_failed.emit(f"Nothing was forgotten: {_unexpected('forgetting')}")
 
     # ------------------------------------------------------------ the store
 
@@ -370,7 +371,7 @@ class ModelWorker(QObject):
         try:
             self.engine.prepare_contexts(contexts)
         except Exception:                    # nothing is lost: the save encodes what is missing
-            _log_failure("reading contexts ahead")
+            _unexpected("reading contexts ahead")
 
     def cancel_job(self) -> None:
         """Called from the GUI thread (the Cancel button): a threading.Event, safe across threads."""
@@ -421,10 +422,9 @@ class ModelWorker(QObject):
                 self.store_failed.emit(f"Not learned from this email: {exc}")
             else:
                 self.learn_failed.emit(str(exc))
-        except Exception as exc:
-            _log_failure("learning")
+        except Exception:
             self.progress.emit("Learning from your writing", 1, 1)
-            self.learn_failed.emit(f"internal error ({type(exc).__name__}); nothing was stored")
+            self.learn_failed.emit(f"{_unexpected('learning')}; nothing was stored")
 
     @Slot(str)
     def tune(self, path: str) -> None:
@@ -450,9 +450,8 @@ class ModelWorker(QObject):
                              **result.best})
         except ChunkwiseError as exc:
             self.tune_failed.emit(str(exc))
-        except Exception as exc:
-            _log_failure("tuning")
-            self.tune_failed.emit(f"internal error ({type(exc).__name__})")
+        except Exception:
+            self.tune_failed.emit(f"{_unexpected('tuning')}; the threshold is as it was")
         finally:
             self.progress.emit("Tuning the threshold", 1, 1)
 
@@ -472,7 +471,7 @@ class ModelWorker(QObject):
         except ChunkwiseError:
             places = []
         except Exception:
-            _log_failure("threshold profile")
+            _unexpected("threshold profile")
             places = []
         self.progress.emit("Reading this email for the plot", 1, 1)
         self.threshold_profile.emit([asdict(p) for p in places])

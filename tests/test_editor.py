@@ -1139,3 +1139,50 @@ def test_an_entry_taken_after_typing_into_it_teaches_the_words_before_it(qtbot, 
     qtbot.keyClick(body, Qt.Key_Tab)
     qtbot.waitUntil(lambda: "Learned: after" in w.statusBar().currentMessage(), timeout=WAIT)
     assert "after “My side projects are” comes your github" in w.statusBar().currentMessage()
+
+
+def test_an_empty_library_spends_no_request_on_a_detail_alternative(qtbot, make_window):
+    """With no library entry to offer (an empty library, or a locked one: the engine then matches against
+    an empty stand-in), no readier request is made after a suggestion, nor at an empty place.  Catches
+    a request on the suggestion lane after every pause that can bring nothing."""
+    w = make_window()
+    sent = []
+    w.request_generation.connect(lambda request_id, request: sent.append(request))
+    body = type_and_wait(qtbot, w, "Hi Sam,\n\nMy side projects are")
+    qtbot.waitUntil(lambda: w.alternatives.request_id == -1 and w.alternatives.count >= 2, timeout=WAIT)
+    type_text(qtbot, body, "\n\nPlease loop me in going forward:")
+    qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id, timeout=WAIT)
+    qtbot.wait(300)                                 # time for a readier request to be sent, if one were
+    assert sent and all(r.threshold is None for r in sent)
+    assert w.alt_label.text() == ""
+
+
+def test_a_failing_suggestion_says_so_in_words_and_a_failing_detail_alternative_leaves_the_rest(
+        qtbot, make_window, monkeypatch):
+    """Something unexpected in generation: the status bar says what failed and that the email is as it
+    was, never "internal error"; where only the readier request fails, the model's own alternatives
+    still come.  Catches a failed detail alternative that ends Alt+] at that place."""
+    w = make_window(with_pii=True)
+    engine = w.worker.engine
+    stream = engine.stream
+
+    def failing(fails):
+        def fake(request, **kwargs):
+            if fails(request):
+                raise ValueError("a bug, for this test")
+            return stream(request, **kwargs)
+        return fake
+
+    monkeypatch.setattr(engine, "stream", failing(lambda r: r.threshold is not None))
+    body = type_and_wait(qtbot, w, "Hi Sam,\n\nMy side projects are")
+    qtbot.waitUntil(lambda: w.alternatives.request_id == -1 and w.alternatives.count >= 2, timeout=WAIT)
+    assert w.alt_label.text().startswith("1/") and "github" not in w.alt_label.text()   # the model's, no entry
+    assert "failed" not in w.statusBar().currentMessage()
+
+    monkeypatch.setattr(engine, "stream", failing(lambda r: True))
+    type_text(qtbot, body, " and")
+    qtbot.waitUntil(lambda: "Suggestion failed" in w.statusBar().currentMessage(), timeout=WAIT)
+    message = w.statusBar().currentMessage()
+    assert "something unexpected went wrong (ValueError); your email is as it was" in message
+    assert "internal error" not in message and "a bug" not in message
+    assert body.toPlainText() == "Hi Sam,\n\nMy side projects are and"

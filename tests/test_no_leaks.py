@@ -100,7 +100,7 @@ def test_worker_failures_and_crash_reports_name_no_text(capsys):
     no_secret(report)
 
     pytest.importorskip("PySide6")
-    from chunkwise.app.worker import _log_failure
+    from chunkwise.app.worker import _unexpected
 
     records = []
     handler = logging.Handler()
@@ -110,11 +110,11 @@ def test_worker_failures_and_crash_reports_name_no_text(capsys):
         try:
             raise KeyError(SECRET)
         except KeyError:
-            _log_failure("generation")
+            said = _unexpected("generation")
     finally:
         logging.getLogger("chunkwise.worker").removeHandler(handler)
-    assert records and "KeyError" in records[0]
-    no_secret(*records)
+    assert records and "KeyError" in records[0] and "KeyError" in said
+    no_secret(*records, said)
 
 
 def test_internal_errors_name_no_text(monkeypatch, capsys, tmp_path):
@@ -141,5 +141,5 @@ def test_internal_errors_name_no_text(monkeypatch, capsys, tmp_path):
     worker, messages = app_worker.ModelWorker(), []
     worker.load_failed.connect(messages.append)
     worker.load({"db_path": str(tmp_path / "w.db")})
-    assert messages and "RuntimeError" in messages[0]
+    assert messages and "RuntimeError" in messages[0] and "internal error" not in messages[0]
     no_secret(*messages)
