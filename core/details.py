@@ -15,6 +15,8 @@ hold for any phrasing.
 [('address', 10, 26)]
 >>> [f[0] for f in find_details("Ship to 1234 Elmstead, Boston")], find_details("See you 5 May, Tom. At 2 PM, Joe.")
 (['address'], [])
+>>> find_details("Write to [email\xa0protected] or call [phone number].")
+[('email', 9, 26), ('phone', 35, 49)]
 """
 from __future__ import annotations
 
@@ -23,6 +25,12 @@ import re
 # A phone number: at least 7 digits, with the separators people write between them.
 _PHONE = re.compile(r"(?<![\w@/.])\+?\(?\d[\d \t().\-/]{5,}\d(?![\w@])")
 _EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
+# A stand-in where the detail goes: the web pages small models learn from print "[email protected]" for
+# every address a CDN hid, and templates "[phone number]", "[email_address]" or "[address]".  Tab would put that in the email,
+# so it counts as the detail it stands for (the model wrote it where the user's own belongs).
+_STAND_IN = re.compile(r"\[\s*(?:your[\s_]+|my[\s_]+)?(?:(?P<email>e-?mail)|(?P<phone>phone|mobile|telephone|cell)"
+                       r"|(?P<web>website|web\s?site|url)|(?P<address>(?:postal[\s_]+|street[\s_]+|home[\s_]+)?address))"
+                       r"(?:[\s_]+(?:address|number|protected))?\s*\]", re.IGNORECASE)
 _URL = re.compile(r"(?:https?://|www\.)[^\s,;]+|\b[\w\-]+(?:\.[\w\-]+)*\.(?:com|org|net|io|dev|de|uk|fr|eu)"
                   r"(?:/[^\s,;]*)?", re.IGNORECASE)
 # Capitalised words after a number that are not a place: times, months, days, units.
@@ -61,6 +69,8 @@ def _digits(text: str) -> int:
 def find_details(text: str) -> list[tuple[str, int, int]]:
     """(shape, start, end) of each phone number, email, web or street address in *text*, in order."""
     found: list[tuple[str, int, int]] = []
+    for m in _STAND_IN.finditer(text):
+        found.append((m.lastgroup, m.start(), m.end()))
     for m in _EMAIL.finditer(text):
         found.append(("email", m.start(), m.end()))
     for m in _URL.finditer(text):
@@ -97,8 +107,8 @@ def held_from(text: str) -> int:
     a phone number), a house number with capitalised words ("221 Baker" or
     "1234 Elmstead, " may become a street address).
 
-    >>> [held_from(t) for t in ("call me at 555-12", "call me at ", "at 221 Baker", "write to jo")]
-    [11, 11, 3, 9]
+    >>> [held_from(t) for t in ("call me at 555-12", "call me at ", "at 221 Baker", "write to jo", "at [email ")]
+    [11, 11, 3, 9, 3]
     """
     start = len(text)
     if text and not text[-1].isspace():
@@ -107,6 +117,9 @@ def held_from(text: str) -> int:
     if m:
         start = min(start, m.start())
     m = re.search(_HOUSE + r"[ \t]+(?:[A-Z][\w'\-]*\.?,?[ \t]*){0,3}$", text)
+    if m:
+        start = min(start, m.start())
+    m = re.search(r"\[[^\]\n]{0,24}$", text)          # an open bracket may be a stand-in ("[email protected]")
     if m:
         start = min(start, m.start())
     return start
@@ -153,6 +166,7 @@ class DetailGuard:
         if self.stopped or find_details(held):
             return ""
         digits = sum(ch.isdigit() for ch in held)
-        if digits >= 5 or "@" in held:
-            return ""          # "555-123" at the length limit: the start of an invented number ("10:30" stays)
+        if digits >= 5 or "@" in held or "[" in held:
+            return ""          # "555-123" at the length limit: the start of an invented number ("10:30" stays),
+                               # or of a stand-in ("[email")
         return held

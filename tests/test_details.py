@@ -17,6 +17,11 @@ from chunkwise.core.engine import GenerationRequest
     # no street word: what the model wrote after "Billing address:" in bench/personal.py
     ("Billing address: 1234 Elmstead, Suite 100, Boston, MA", "address"),
     ("Send it to PO Box 77, please", "address"),
+    # stand-ins where the detail goes: what a CDN prints for a hidden address, and template placeholders
+    ("or email me at [email\xa0protected].", "email"),
+    ("Contact: [Your Phone Number]", "phone"),
+    ("or email me at [email_address] soon", "email"),
+    ("We are at [address] from 9", "address"),
 ])
 def test_shapes_are_found(text, shape):
     assert [s for s, _, _ in find_details(text)] == [shape]
@@ -36,6 +41,7 @@ def test_shapes_are_found(text, shape):
     # found by review as addresses by a looser first version of the shapes
     "Your Order ID 12345 ships with Windows 11 Pro, Office and iPhone 15 Pro, Pixel.",
     "Top 10 Tips, Tricks: the Q4 9AM sync, Flat 20% off, Unit 12 ships at 3 Eastern, Tuesday.",
+    "See the notes [attached] and the [phone call] summary [1].",
 ])
 def test_ordinary_numbers_are_not_details(text):
     assert find_details(text) == []
@@ -54,6 +60,22 @@ def test_guard_never_shows_a_digit_of_an_invented_detail_token_by_token(stream, 
     shown = "".join(guard.feed(ch) for ch in stream) + guard.flush()
     assert guard.stopped
     assert shown.rstrip() == before and not any(ch.isdigit() for ch in shown)
+
+
+def test_guard_never_shows_a_stand_in_for_a_detail():
+    """The model's "[email protected]" (its web data's hidden address) or "[address]" is the detail it
+    stands for: nothing of it shows, streamed a character at a time or whole, and an unclosed bracket
+    at the end is not shown either."""
+    for text in (" email me at [email\xa0protected].", " email me at [email protected].", " find us at [Address]"):
+        guard = DetailGuard()
+        shown = "".join(guard.feed(ch) for ch in text) + guard.flush()
+        assert guard.stopped and "[" not in shown, (text, shown)
+        whole = DetailGuard()
+        assert "[" not in whole.feed(text) + whole.flush()
+    guard = DetailGuard()
+    assert (guard.feed(" email me at [email") + guard.flush()).rstrip() == " email me at"
+    guard = DetailGuard()
+    assert guard.feed(" see [attached] notes") + guard.flush() == " see [attached] notes"
 
 
 def test_guard_releases_ordinary_text_and_times():
@@ -87,6 +109,18 @@ def test_decoder_stops_before_an_invented_phone_number(make_engine):
     assert guarded.stats.withheld == "phone"                           # what the editor and the CLI say it stopped before
     plain = engine.generate(GenerationRequest("Dear Sir or Madam,\n\nI am writing to", max_tokens=8))
     assert plain.stats.withheld == ""
+
+
+def test_the_model_s_stand_in_for_an_email_address_is_not_suggested(make_engine):
+    """After "email me at", with no email address stored, the bundled model writes a stand-in: "[email]",
+    "[email_address]" or "[email protected]" (the address a CDN hid in its web data; checked with the
+    guard off).  A user pressing Tab would send it."""
+    prompt = "You can reach me by email at"
+    engine = make_engine()
+    raw = engine.generate(GenerationRequest(prompt, max_tokens=24, guard_details=False)).text
+    assert raw.startswith(" [email]"), raw                             # the bug this guards against
+    guarded = engine.generate(GenerationRequest(prompt, max_tokens=24))
+    assert "[" not in guarded.text and guarded.stats.withheld == "email"
 
 
 def test_a_chunk_is_not_held_back(make_engine):
