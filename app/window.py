@@ -451,7 +451,8 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.current_editor = editor
         editor.start_ghost()
         self._request_place = (editor, editor.anchor)    # the place the request, and its alternatives, are for
-        request = self.settings.suggestion_request(prompt, stop, leave_out=self.passed_over[editor].here(before))
+        request = self.settings.suggestion_request(prompt, stop, leave_out=self.passed_over[editor].here(before),
+                                                   lifted=lifted)
         self._in_flight = self.current_id
         self._last_request = request
         self.request_generation.emit(self.current_id, request)

@@ -94,7 +94,7 @@ def suggest(engine: Engine, before: str, rest: str, settings: Settings, leave_ou
     """One suggestion at *before*, generated until it leaves *rest*: (text, the chunk id of each character
     or None, latency, finished, chunks).  *leave_out*: chunks typed over in this sentence, as the editor sends."""
     prompt, lifted = body_prompt(before)
-    request = settings.suggestion_request(prompt, leave_out=leave_out)     # the editor's own request
+    request = settings.suggestion_request(prompt, leave_out=leave_out, lifted=lifted)   # the editor's own request
     diverged = False
     t0 = time.perf_counter()
     generation = engine.stream(request, cancelled=lambda: diverged)

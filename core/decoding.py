@@ -1,6 +1,7 @@
 """The decode loop: a short story in named steps.
 
-    prefill   the prompt goes into the KV cache (only tokens not cached yet)
+    prefill   the prompt goes into the KV cache (only tokens not cached yet), less the tokens of
+              a word the user is in the middle of: the first steps spell it again (heal)
     propose   does a stored chunk start here?  (matching.ChunkMatcher)
     accept    greedy: q >= 0.5; or z ~ Bernoulli(q)
     insert    the chunk's tokens -- or --
@@ -28,6 +29,7 @@ import numpy as np
 from .anchors import AnchorReducer
 from .details import DetailGuard, find_details
 from .drafting import DraftLength, NGramDrafter
+from .healing import vocabulary
 from .encoding import Encoder, local_mean, local_rows, local_tail
 from .llama_runtime import LlamaRuntime, Outputs
 from .knn import KnnLM
@@ -175,6 +177,8 @@ class DecodeSettings:
     natural_end: float | None = None  # end at a natural end: after a sentence, or before a word the model gives
                                       # less than this probability (None: run to max_tokens or a stop)
     leave_out: frozenset[int] = frozenset()   # chunks not proposed (the user typed over them in this sentence)
+    heal: int = 0                     # the prompt's last tokens that spell a word the user may be in the middle of
+                                      # (core/healing.py): taken out, and spelled again by the first steps
 
 
 @dataclass
@@ -256,6 +260,13 @@ class Decoder:
         self._draft_kind = 0          # what the current draft came from: n-gram order, or "chunk"
         self._pending: int | None = None   # the model's choice already sampled during verification
         self._anchors = AnchorReducer(rt, max(1, settings.anchor_keep)) if settings.anchor_keep is not None else None
+        # Token healing (core/healing.py): the typed letters the first steps still have to spell, as bytes, and
+        # how many characters of the text they write are the user's own (not shown); the step at which the
+        # suggestion proper begins (where an alternative's ranked start is).
+        self._typed_left = b""
+        self._typed_tokens: list[int] = []        # the tokenizer's own tokens of what is left
+        self._hidden_chars = 0
+        self._begins_at = 0
 
     # ------------------------------------------------------------ the story
 
@@ -267,6 +278,8 @@ class Decoder:
         start = time.perf_counter()
         self._text = prompt_text[-2000:]
         self._prompt_chars = len(self._text)
+        if self.s.heal:
+            prompt_tokens = self.take_back_word(prompt_tokens)
         # A suggestion may open a new paragraph (stops count after some text), unless a line break
         # is itself a stop (the subject line) or the text cannot take a paragraph here.
         self._stops = _AttributedStops(self.s.stop, lead="\n" not in self.s.stop and opens_paragraph(self._text))
@@ -324,6 +337,30 @@ class Decoder:
         self._recent_hidden = list(out.hidden)
         return self._state(out.logits[-1])
 
+    def take_back_word(self, tokens: Sequence[int]) -> list[int]:
+        """The prompt less the tokens of the word the user may be in the middle of (``heal``): the first
+        steps spell those letters again, as the model would (:meth:`heal`)."""
+        self._typed_tokens = list(tokens[-self.s.heal:])
+        self._typed_left = b"".join(self.rt.piece(t) for t in self._typed_tokens)
+        typed = self._typed_left.decode("utf-8")
+        self._text = self._text[: len(self._text) - len(typed)]      # the steps write it back
+        self._hidden_chars = len(typed)
+        return list(tokens[: -self.s.heal])
+
+    def heal(self, logits: np.ndarray) -> int:
+        """The next token while typed letters are left (:attr:`_typed_left`): the model's choice (V,) -> one
+        id among the tokens that begin with all of them and the tokenizer's own next token of them."""
+        own = self._typed_tokens.pop(0)
+        agreeing = np.append(vocabulary(self.rt).beginning_with(self._typed_left), own)
+        masked = np.full(len(logits), -np.inf, dtype=np.float32)
+        masked[agreeing] = np.asarray(logits)[agreeing]
+        token = self.s.sampler.sample(masked)
+        spelled = self.rt.piece(token)
+        self._typed_left = self._typed_left[len(spelled):] if self._typed_left.startswith(spelled) else b""
+        if not self._typed_left:
+            self._begins_at = self.stats.tokens + 1        # this token counted: the suggestion proper begins
+        return token
+
     def decide(self, state: _State) -> _Commit | str:
         """What this step commits: the proposed chunk if accepted, else the model's token (and a draft
         after it); or why the run ends before it ("eos", "end")."""
@@ -355,6 +392,8 @@ class Decoder:
         return "length" if self.stats.tokens >= self.s.max_tokens else None
 
     def propose(self, state: _State) -> Proposal | None:
+        if self._typed_left:
+            return None                   # inside the user's word: it is finished first (heal)
         if not self._chunks_on or (self.s.first_rank is not None and not self._text[self._prompt_chars:].strip()):
             return None                   # an alternative: the model's own words first, then chunks may come
         rest = self.rest_of_value()
@@ -608,13 +647,16 @@ class Decoder:
             return token
         if self.knn is not None and not state.mixed:
             state.logits, state.mixed = self.knn.mix_logits(state.logits, state.hidden), True   # mixed once
+        if self._typed_left:
+            return self.heal(state.logits)
         if self.ranked_start():
             return int(np.argsort(-np.asarray(state.logits), kind="stable")[self.s.first_rank])   # (V,) -> one token
         return self.choose(state.logits, state.hidden, mixed=state.mixed)
 
     def ranked_start(self) -> bool:
-        """The first step of an alternative suggestion (``first_rank``): the start is chosen by rank."""
-        return self.s.first_rank is not None and self.stats.tokens == 0
+        """The first step of an alternative suggestion (``first_rank``): the start is chosen by rank (after
+        the user's unfinished word, which is spelled as the model's first choice would spell it)."""
+        return self.s.first_rank is not None and self.stats.tokens == self._begins_at and not self._typed_left
 
     def choose(self, logits: np.ndarray, hidden: np.ndarray | None, mixed: bool = False) -> int:
         """The next token from the model's logits (V,), mixed with the kNN distribution when on."""
@@ -627,8 +669,8 @@ class Decoder:
     def draft_after(self, token: int, proposal: Proposal | None) -> tuple[list[int], bool]:
         """Tokens that may follow *token*: a chunk the matcher was not sure of, else an n-gram."""
         room = self.s.max_tokens - self.stats.tokens - 1
-        if self.drafter is None or room <= 0:
-            return [], False
+        if self.drafter is None or room <= 0 or self._typed_left:
+            return [], False          # (a draft is checked without heal's mask)
         if proposal is not None:
             chunk = self._continuation_tokens(proposal)
             k = self._draft_len.next("chunk")
@@ -688,6 +730,9 @@ class Decoder:
         self.stats.tokens += len(tokens)
         text = self._utf8.feed(b"".join(self.rt.piece(t) for t in tokens))
         self._text += text
+        if self._hidden_chars:              # the user's own letters, spelled again (heal): not shown
+            mine = min(self._hidden_chars, len(text))
+            text, self._hidden_chars = text[mine:], self._hidden_chars - mine
         return Piece(text)
 
     def guard(self, piece: Piece) -> list[Piece]:

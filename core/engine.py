@@ -25,6 +25,7 @@ from .decoding import Decoder, DecodeSettings, Piece, Stats
 from .drafting import NGramDrafter
 from .encoding import ContextStates, Encoder, ModelStats
 from .errors import ChunkwiseError
+from .healing import unfinished_word
 from .knn import KnnLM, KnnSettings
 from .llama_runtime import LlamaRuntime
 from .matching import DEFAULT_THRESHOLD, REPEATABLE_KINDS, ChunkMatcher
@@ -79,6 +80,9 @@ class GenerationRequest:
                                       # (text.PassedOver); the rest of a value they begin by hand still comes
     threshold: float | None = None    # this request's similarity threshold instead of the engine's (0..1);
                                       # the editor's detail alternative asks at READY_THRESHOLD (readier())
+    finish_word: bool = False         # the prompt may end inside a word the user is typing ("Thanks for the upd"):
+                                      # the suggestion finishes it as the model spells it (core/healing.py);
+                                      # the editor asks so unless a space was typed last
 
     def readier(self, threshold: float) -> "GenerationRequest | None":
         """The same request at READY_THRESHOLD, the model's own first choice, and at most READY_TOKENS
@@ -450,10 +454,12 @@ class Engine:
         if request.anchor_reduction:
             keep = request.anchor_keep if request.anchor_keep is not None else (
                 len(tokens) if request.mode == "chat" else 1)
-        settings = DecodeSettings(request.max_tokens, sampler, tuple(request.stop), request.use_chunks,
+        heal = unfinished_word(tokens, text, self.runtime.piece) if request.finish_word and request.mode == "complete" else 0
+        heal = heal if heal < len(tokens) else 0          # something must stay to prefill
+        settings = DecodeSettings(request.max_tokens + heal, sampler, tuple(request.stop), request.use_chunks,
                                   request.sample_acceptance, request.draft, keep, draft_cap=request.draft_cap,
                                   guard_details=request.guard_details, first_rank=request.first_rank,
-                                  natural_end=request.natural_end, leave_out=frozenset(request.leave_out))
+                                  natural_end=request.natural_end, leave_out=frozenset(request.leave_out), heal=heal)
         matcher = None      # none without chunks: the plain path of the bit-exactness contract (core/llama_runtime.py)
         if request.use_chunks and self.store.count()[0] > 0:
             if not self._refreshed:

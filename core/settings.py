@@ -51,9 +51,12 @@ class Settings:
         "debounce_ms": (0, 5000), "threshold": (0.0, 1.0), "unsure_below": (0.0, 1.0),
     }
 
-    def suggestion_request(self, prompt: str, stop: Sequence[str] = ("\n\n",), leave_out: Sequence[int] = ()):
+    def suggestion_request(self, prompt: str, stop: Sequence[str] = ("\n\n",), leave_out: Sequence[int] = (),
+                           lifted: bool = False):
         """The request the editor sends for a suggestion at the end of *prompt* (benches send the same);
-        *leave_out*: the chunks the user typed over in this sentence (feedback.PassedOver).
+        *leave_out*: the chunks the user typed over in this sentence (feedback.PassedOver); *lifted*: the
+        user's last key was a space, taken off the prompt (the word before it is finished; otherwise the
+        suggestion may finish it, GenerationRequest.finish_word).
 
         >>> Settings(max_tokens=12, natural_end=False).suggestion_request("Call me at").max_tokens
         12
@@ -63,7 +66,7 @@ class Settings:
         return GenerationRequest(prompt, max_tokens=self.max_tokens, temperature=self.temperature, stop=list(stop),
                                  use_chunks=self.chunks_enabled, anchor_reduction=self.anchor_reduction,
                                  knn=self.knn_enabled, natural_end=self.unsure_below if self.natural_end else None,
-                                 leave_out=tuple(leave_out))
+                                 leave_out=tuple(leave_out), finish_word=not lifted)
 
     def store_path(self) -> str:
         """The chunk store these settings name: ``db_path``, else CHUNKWISE_DB or the user data directory."""
