@@ -33,6 +33,7 @@ Configurations:
     python bench/keystrokes.py --split dev -v
     python bench/keystrokes.py --sweep              # keystroke savings against the threshold (plot)
     python bench/keystrokes.py --split dev --chunk-shown    # a chunk's text out before its batched decode
+    python bench/keystrokes.py --split dev --pause-in-words 2   # the user also pauses two letters into a word
 """
 from __future__ import annotations
 
@@ -95,6 +96,8 @@ def suggest(engine: Engine, before: str, rest: str, settings: Settings, leave_ou
     or None, latency, finished, chunks).  *leave_out*: chunks typed over in this sentence, as the editor sends."""
     prompt, lifted = body_prompt(before)
     request = settings.suggestion_request(prompt, leave_out=leave_out, lifted=lifted)   # the editor's own request
+    if AS_TYPED:
+        request = replace(request, finish_word=False)      # --as-typed: the typed letters left as the tokenizer cut them
     diverged = False
     t0 = time.perf_counter()
     generation = engine.stream(request, cancelled=lambda: diverged)
@@ -164,13 +167,17 @@ class EvalClock:
 
 
 CLOCK: EvalClock | None = None
+AS_TYPED = False            # --as-typed: no token healing (core/healing.py), as the editor asked before it
 
 
-def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = False, remember: bool = True) -> Tally:
+def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = False, remember: bool = True,
+               pause_in_words: int = 0) -> Tally:
     """Type *email* as the editor's user would; *remember*: leave chunks typed over out for the rest of
-    their sentence, as the editor does (False: as it did before, every pause asked afresh)."""
+    their sentence, as the editor does (False: as it did before, every pause asked afresh);
+    *pause_in_words*: also pause after typing this many letters of a word nothing suggested (one of
+    five letters or more), and take what the suggestion there gets right (0: pauses between words only)."""
     t = Tally(chars=len(email))
-    pos, ask = 0, True
+    pos, ask, paused_in = 0, True, -1
     passed_over = PassedOver()          # as the editor keeps it (app/window.py): chunks typed over in this sentence
     while pos < len(email):
         rest = email[pos:]
@@ -211,7 +218,12 @@ def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = F
                     continue
         m = UNIT.match(rest)
         step = m.end() if m else len(rest)
-        t.keys += step                      # the user types the next word
+        word = m.group().lstrip() if m else ""
+        if pause_in_words and paused_in != pos and re.fullmatch(r"[^\W\d_]{5,}\W*", word) \
+                and len(re.match(r"[^\W\d_]*", word).group()) > pause_in_words:
+            step = len(m.group()) - len(word) + pause_in_words     # the space and the first letters, then a pause
+            paused_in = pos + step
+        t.keys += step                      # the user types the next word (or its first letters)
         pos += step
         ask = True
     return t
@@ -259,7 +271,7 @@ OPTIONAL_CONFIGS = {
 
 def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
         threshold: float | None = None, remember: bool = True, chunk_clock: bool = False,
-        **overrides) -> dict[str, tuple[Tally, int]]:
+        pause_in_words: int = 0, **overrides) -> dict[str, tuple[Tally, int]]:
     """Each configuration over both personas' emails of *split*; stores are learned once into *tmp*.
     *overrides* change Settings fields for every configuration (``natural_end=False``); *remember*: see
     :func:`type_email`; *chunk_clock*: time chunks shown against their decode (:class:`EvalClock`)."""
@@ -283,7 +295,7 @@ def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
             for email in emails(persona, split):
                 if verbose:
                     print(f"-- {name} / {persona}: {email[:40]!r}")
-                total.add(type_email(engine, email, settings, verbose, remember))
+                total.add(type_email(engine, email, settings, verbose, remember, pause_in_words))
                 n += 1
             engine.store.close()
         results[name] = (total, n)
@@ -376,8 +388,14 @@ def main() -> None:
                     help="ask afresh at every pause, as the editor did before it left out chunks typed over")
     ap.add_argument("--chunk-shown", action="store_true",
                     help="learned store, defaults: when each chunk's text is out, and what its decode after that takes")
+    ap.add_argument("--pause-in-words", type=int, default=0, metavar="N",
+                    help="the user also pauses N letters into a word nothing suggested (default 0: between words only)")
+    ap.add_argument("--as-typed", action="store_true",
+                    help="leave a word the user is in the middle of as the tokenizer cut it (no token healing)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
+    global AS_TYPED
+    AS_TYPED = args.as_typed
     print(f"Machine: {machine()}\n")
     OUT.mkdir(exist_ok=True)
     splits = ("dev", "test") if args.split == "both" else (args.split,)
@@ -402,7 +420,8 @@ def report(split: str, tmp: Path, args) -> None:
         return
     configs = {k: v for k, v in CONFIGS.items() if args.configs is None or k in args.configs}
     configs |= {k: v for k, v in OPTIONAL_CONFIGS.items() if args.configs and k in args.configs}
-    results = run(split, configs, tmp, args.verbose, threshold=args.threshold, remember=not args.forget_typed_over)
+    results = run(split, configs, tmp, args.verbose, threshold=args.threshold, remember=not args.forget_typed_over,
+                  pause_in_words=args.pause_in_words)
     print(f"\n### {split} split ({sum(n for _t, n in results.values()) // max(len(results), 1)} emails)\n")
     print(table(HEADERS, [t.row(name, n) for name, (t, n) in results.items()]))
     (OUT / f"keystrokes-{split}.json").write_text(json.dumps(

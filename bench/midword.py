@@ -87,7 +87,7 @@ def run(split: str, tmp: Path, verbose: bool = False) -> dict:
                     shown[name] = text
                 n += 1
                 if verbose:
-                    print(f"{before[-30:]!r:34} -> " + " | ".join(f"{v[:24]!r}" for v in shown.values()))
+                    print(f"{before[-30:]!r:34} -> " + " | ".join(f"{shown[w][:24]!r}" for w in ways))
         engine.store.close()
     if runtime is not None:
         runtime.close()

@@ -1186,3 +1186,19 @@ def test_a_failing_suggestion_says_so_in_words_and_a_failing_detail_alternative_
     assert "something unexpected went wrong (ValueError); your email is as it was" in message
     assert "internal error" not in message and "a bug" not in message
     assert body.toPlainText() == "Hi Sam,\n\nMy side projects are and"
+
+
+def test_a_pause_inside_a_word_suggests_the_rest_of_it_and_a_space_after_it_does_not(qtbot, make_window):
+    """Token healing through the editor: after "Could you ple" the ghost text is the rest of "please",
+    not another word glued to the letters, and Tab writes "please" once; after "Could you " (a space
+    typed last) the suggestion is a new word.  Catches the editor's request without finish_word, and
+    finish_word asked after a space (which would lengthen "you")."""
+    w = make_window()
+    body = type_and_wait(qtbot, w, "Hi Sam,\n\nCould you ple")
+    assert w._last_request.finish_word and body.ghost_text.startswith("ase"), body.ghost_text
+    qtbot.keyClick(body, Qt.Key_Tab)
+    assert body.toPlainText().startswith("Hi Sam,\n\nCould you please")
+    qtbot.keyClick(body, Qt.Key_A, Qt.ControlModifier)
+    qtbot.keyClick(body, Qt.Key_Delete)
+    body = type_and_wait(qtbot, w, "Hi Sam,\n\nCould you ")
+    assert not w._last_request.finish_word and body.ghost_text[:1].isalpha(), body.ghost_text

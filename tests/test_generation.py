@@ -1,4 +1,5 @@
 """Plain decoding against llama-cpp-python's own, and the loop's contracts."""
+import re
 from dataclasses import replace
 
 import pytest
@@ -249,3 +250,56 @@ def test_a_bad_request_threshold_is_refused(make_engine):
     engine.refresh()
     # a threshold given as text that reads as a number is taken as that number, not passed on as text
     assert engine.generate(GenerationRequest("Call me on", max_tokens=2, threshold="0.3"), record_use=False).text
+
+
+@pytest.mark.parametrize("typed, rest", [("Could you ple", "ase"), ("Let me kn", "ow"),
+                                         ("I hope you are doing we", "ll"), ("Thanks for your prompt resp", "onse")])
+def test_a_pause_inside_a_word_gets_the_rest_of_that_word(make_engine, typed, rest):
+    """Token healing (core/healing.py).  Bug caught: continued from the tokens the tokenizer cut the typed
+    letters into, the model wrote another word ("ple" -> "ad with me", "kn" -> "uckle down", "we" ->
+    "irder", checked with finish_word off); the typed letters must not come again either."""
+    from chunkwise.core.settings import Settings
+
+    engine = make_engine()
+    request = Settings().suggestion_request("Hi Sam,\n\n" + typed)
+    assert request.finish_word
+    out = engine.generate(request).text
+    assert re.match(re.escape(rest) + r"(?![^\W\d_])", out), out
+    plain = engine.generate(replace(request, finish_word=False)).text
+    assert not re.match(re.escape(rest) + r"(?![^\W\d_])", plain)          # what the editor showed before
+
+
+@pytest.mark.parametrize("typed", ["Hi Sam,\n\nMeet at", "Hi Sam,\n\nBio and headshot are on",
+                                   "Meeting notes from"])
+def test_a_pause_after_a_whole_word_does_not_lengthen_it(make_engine, typed):
+    """A pause after "at" is a pause after a word as often as inside one: the suggestion goes on after it
+    ("Meet at" -> " attack" and "are on" -> "ly two" without decoding.WORD_AS_TYPED; " from" spelled as
+    " ", "f", "ro", "m" and then a date when any part of the letters could be a step)."""
+    from chunkwise.core.settings import Settings
+
+    engine = make_engine()
+    out = engine.generate(Settings().suggestion_request(typed)).text
+    assert out == "" or not out[0].isalpha(), out
+
+
+def test_a_library_value_begun_by_hand_is_finished_by_the_library_not_healed(pii_engine):
+    """"...at johndoe@exa": the rest of the user's own email comes from the library, whole and marked
+    (Decoder.rest_of_value), not as the model's guess at a word beginning "exa"."""
+    from chunkwise.core.settings import Settings
+
+    email = next(c for c in pii_engine.store.list_chunks() if c.label == "email")
+    stream = pii_engine.stream(Settings().suggestion_request("Hi Sam,\n\nPlease email me at johndoe@exa"))
+    stream.completion()
+    first = stream.pieces[0]
+    assert first.from_chunk and first.chunk_id == email.id and first.text == "mple.com"
+
+
+def test_an_alternative_after_an_unfinished_word_finishes_it_first(make_engine):
+    """Alt+]'s alternatives (first_rank) rank the tokens after the word the user is in, not the ways
+    to spell its letters: each begins with the rest of the word."""
+    from chunkwise.core.settings import Settings
+
+    engine = make_engine()
+    request = Settings().suggestion_request("Hi Sam,\n\nCould you ple")
+    texts = [engine.generate(replace(request, first_rank=rank)).text for rank in (1, 2)]
+    assert all(t.startswith("ase") for t in texts) and texts[0] != texts[1], texts
