@@ -322,7 +322,10 @@ class GhostTextEdit(QPlainTextEdit):
             self.edited.emit()
 
     def _on_cursor_moved(self) -> None:
-        """The cursor left the suggestion's place some other way (the window moved it, a drag): drop it."""
+        """The cursor left the suggestion's place some other way (the window moved it, a drag): drop it.
+        The spell check follows it (the word being typed is not underlined)."""
+        if self.spelling is not None:
+            self.spelling.follow_cursor(self.textCursor())
         if self.pieces and self.anchor != self.textCursor().position() and not self._internal \
                 and self._handling is None:
             self.clear_ghost()

@@ -21,7 +21,7 @@ from PySide6.QtGui import QColor, QSyntaxHighlighter, QTextCharFormat
 
 from chunkwise.core.paths import atomic_write
 
-from .qtext import qt_len
+from .qtext import py_index, qt_len
 
 WORD = re.compile(r"[A-Za-z][A-Za-z']*[A-Za-z]|[A-Za-z]")
 _BRITISH = ((r"our(s?)$", r"or\1"), (r"ise(s|d)?$", r"ize\1"), (r"ising$", r"izing"), (r"isation(s?)$", r"ization\1"),
@@ -96,15 +96,36 @@ class SpellHighlighter(QSyntaxHighlighter):
         self.underline = QTextCharFormat()
         self.underline.setUnderlineStyle(QTextCharFormat.SpellCheckUnderline)
         self.underline.setUnderlineColor(QColor(Qt.red))
+        # The word the user is typing: (block number, Qt position in it) of a cursor right after a word.
+        # It is not flagged until the cursor leaves it ("Could you ple" is no misspelling yet), as word
+        # processors and browsers do; the pause inside a word now brings its rest as a suggestion.
+        self.typing_at: tuple[int, int] | None = None
 
     def set_enabled(self, enabled: bool) -> None:
         self.enabled = enabled
         self.rehighlight()
 
+    def follow_cursor(self, cursor) -> None:
+        """The cursor moved: the word it was typing is checked now, the one it types from here is not."""
+        block = cursor.block()
+        at = (block.blockNumber(), cursor.positionInBlock()) if not cursor.hasSelection() else None
+        if at == self.typing_at:
+            return
+        before, self.typing_at = self.typing_at, at
+        if before is not None and before[0] != block.blockNumber():
+            old = self.document().findBlockByNumber(before[0])
+            if old.isValid():
+                self.rehighlightBlock(old)
+        self.rehighlightBlock(block)
+
     def highlightBlock(self, text: str) -> None:
         if not self.enabled:
             return
+        block = self.currentBlock().blockNumber()
+        typing = py_index(text, self.typing_at[1]) if self.typing_at and self.typing_at[0] == block else -1
         for m in WORD.finditer(text):
+            if m.end() == typing:
+                continue                      # the word being typed: not judged before it is finished
             before = text[m.start() - 1] if m.start() else " "
             after = text[m.end()] if m.end() < len(text) else " "
             if before in "@./_-:" or after in "@/_" or (after == "." and m.end() + 1 < len(text)

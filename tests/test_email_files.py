@@ -266,6 +266,33 @@ def test_a_misspelling_after_an_emoji_is_underlined_and_corrected_in_place(qtbot
     assert body.toPlainText() == "Thanks 🙏 I will receive it"
 
 
+def test_the_word_being_typed_is_not_underlined_until_the_cursor_leaves_it(qtbot, window):
+    """A pause inside a word ("I will recie") brings its rest as a suggestion; a red underline under the
+    letters typed so far would be wrong.  Once a space follows, or the cursor moves away, the word is
+    checked.  Catches a highlighter that flags every unfinished word as it is typed, and one that
+    never checks the word the cursor left."""
+    from PySide6.QtGui import QTextCharFormat
+
+    w = window()
+    body = w.body_edit
+    body.setFocus()
+
+    def underlined():
+        return [body.toPlainText()[f.start:f.start + f.length] for f in body.document().firstBlock().layout().formats()
+                if f.format.underlineStyle() == QTextCharFormat.SpellCheckUnderline]
+
+    qtbot.keyClicks(body, "I will recie")
+    assert underlined() == []
+    qtbot.keyClicks(body, "ve")
+    assert underlined() == []
+    qtbot.keyClicks(body, " it")
+    assert underlined() == ["recieve"]
+    qtbot.keyClicks(body, " tomorow")
+    assert underlined() == ["recieve"]
+    qtbot.keyClick(body, Qt.Key_Home)                  # the cursor leaves it: now it is checked
+    assert underlined() == ["recieve", "tomorow"]
+
+
 def test_spelling_is_underlined_corrected_and_learned(qtbot, window):
     """Issue 14.13. Bugs caught: no underline under a misspelling, British spellings flagged,
     a correction that does not replace the word, an added word flagged again (or kept in a
