@@ -111,7 +111,7 @@ def run_case(engine: Engine, case: dict, settings: Settings, alternative: bool =
     """The editor's own request at the case's cursor, and (*alternative*) the detail alternative it works
     out after it (app/window.py: the same request at READY_THRESHOLD, kept where it brings a library
     entry the suggestion does not; Alt+] shows it first)."""
-    request = settings.suggestion_request(body_prompt(case["text"]))
+    request = settings.suggestion_request(body_prompt(case["text"]), lifted=case["text"].endswith(" "))
     result = suggest(engine, request)
     result["alternative"] = None
     readier = request.readier(settings.threshold) if alternative else None

@@ -52,7 +52,7 @@ def first_value(engine: Engine, before: str, settings: Settings) -> tuple[str, s
     or None, that value's text).  Generation stops once two pieces with words have come."""
     prompt, lifted = body_prompt(before)
     shown, worded, value = "", 0, (None, "")
-    for piece in engine.stream(settings.suggestion_request(prompt), cancelled=lambda: worded >= 2):
+    for piece in engine.stream(settings.suggestion_request(prompt, lifted=lifted), cancelled=lambda: worded >= 2):
         text = piece.text[1:] if lifted and not shown and piece.text.startswith(" ") else piece.text
         if piece.source == "chunk" and piece.kind in VALUE_KINDS and value[0] is None:
             value = (piece.label or piece.kind, text)

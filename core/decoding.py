@@ -58,9 +58,10 @@ STAND_INS = DETERMINERS | frozenset("that me us him them you it i we he she they
 LEAD_WORDS = frozenset("at on to via by from under as in of for with is are was be".split())
 # Token healing (core/healing.py): where the typed letters may be a whole word as they stand, that reading
 # gets these log-odds over lengthening it: a pause comes after a word as often as inside one.  On the
-# personas' dev emails the model alone (0) lengthened 4 of 116 whole words ("Meet at" -> " attack"),
-# with 2.0 one, while keeping the tokenizer's cut at the first step of 10 of 75 unfinished ones instead
-# of 6; bench/midword.py dev: 50 / 50 / 49 of 78 words finished rightly at 1 / 2 / 3, and
+# personas' dev emails (bench/word_as_typed.py) the model alone (0) lengthened 4 of 116 whole words
+# ("Meet at" -> " attack"), with 2.0 one, while keeping the tokenizer's cut at the first step of 10 of 75
+# unfinished ones instead of 6 (most are spelled on after it); bench/midword.py dev: 50 / 50 / 49 of
+# 78 words finished rightly at 1 / 2 / 3 (bench/out/midword-dev-word-as-typed-*.txt), and
 # bench/personal.py dev is as without healing at 2 (at 1, "Meet at" and "are on" were lengthened).
 WORD_AS_TYPED = 2.0
 
@@ -272,6 +273,8 @@ class Decoder:
         # suggestion proper begins (where an alternative's ranked start is).
         self._typed_left = b""
         self._typed_tokens: list[int] = []        # the tokenizer's own tokens of what is left
+        self._heal_steps = 0                      # steps spent spelling them (not counted against max_tokens)
+        self._word_done = False                   # the last of them was just chosen: the cursor mark moves past it
         self._hidden_chars = 0
         self._begins_at = 0
 
@@ -285,11 +288,11 @@ class Decoder:
         start = time.perf_counter()
         self._text = prompt_text[-2000:]
         self._prompt_chars = len(self._text)
-        if self.s.heal and self.rest_of_value() is None:     # ("hello@te": the library's value finishes it)
-            prompt_tokens = self.take_back_word(prompt_tokens)
         # A suggestion may open a new paragraph (stops count after some text), unless a line break
         # is itself a stop (the subject line) or the text cannot take a paragraph here.
         self._stops = _AttributedStops(self.s.stop, lead="\n" not in self.s.stop and opens_paragraph(self._text))
+        if self.s.heal and self.rest_of_value() is None:     # ("hello@te": the library's value finishes it)
+            prompt_tokens = self.take_back_word(prompt_tokens)
         state = self.prefill(prompt_tokens)
         if self._anchors is not None:
             self._anchors.reduce()                   # the prefix's earlier sentences (Algorithm 1, line 10)
@@ -306,7 +309,7 @@ class Decoder:
 
     def step(self, state: _State) -> Generator[Piece, None, tuple[_State, str | None]]:
         """One step from *state*: its pieces, then (the state after it, why the run ends here or None)."""
-        if self.stats.tokens >= self.s.max_tokens:
+        if self.stats.tokens - self._heal_steps >= self.s.max_tokens:
             return state, "length"
         if self.cancelled():
             return state, "cancelled"
@@ -366,8 +369,10 @@ class Decoder:
         token = self.s.sampler.sample(masked)
         spelled = self.rt.piece(token)
         self._typed_left = self._typed_left[len(spelled):] if self._typed_left.startswith(spelled) else b""
+        self._heal_steps += 1
         if not self._typed_left:
             self._begins_at = self.stats.tokens + 1        # this token counted: the suggestion proper begins
+            self._word_done = True
         return token
 
     def decide(self, state: _State) -> _Commit | str:
@@ -398,7 +403,7 @@ class Decoder:
             if not stopped:
                 self.stats.withheld = self._guard.found or ""
             return "stop" if stopped else "detail"
-        return "length" if self.stats.tokens >= self.s.max_tokens else None
+        return "length" if self.stats.tokens - self._heal_steps >= self.s.max_tokens else None
 
     def propose(self, state: _State) -> Proposal | None:
         if self._typed_left:
@@ -663,8 +668,9 @@ class Decoder:
         return self.choose(state.logits, state.hidden, mixed=state.mixed)
 
     def ranked_start(self) -> bool:
-        """The first step of an alternative suggestion (``first_rank``): the start is chosen by rank (after
-        the user's unfinished word, which is spelled as the model's first choice would spell it)."""
+        """The first step of an alternative suggestion (``first_rank``): the start is chosen by rank, after
+        the typed letters are spelled (heal) as the model's first choice spells them: after the word where
+        that choice finishes it ("ple" -> "ase"), else after the letters ("Please re" -> "work", "phrase")."""
         return self.s.first_rank is not None and self.stats.tokens == self._begins_at and not self._typed_left
 
     def choose(self, logits: np.ndarray, hidden: np.ndarray | None, mixed: bool = False) -> int:
@@ -677,9 +683,10 @@ class Decoder:
 
     def draft_after(self, token: int, proposal: Proposal | None) -> tuple[list[int], bool]:
         """Tokens that may follow *token*: a chunk the matcher was not sure of, else an n-gram."""
-        room = self.s.max_tokens - self.stats.tokens - 1
-        if self.drafter is None or room <= 0 or self._typed_left:
-            return [], False          # (a draft is checked without heal's mask)
+        room = self.s.max_tokens - (self.stats.tokens - self._heal_steps) - 1
+        if self.drafter is None or room <= 0 or self._typed_left or (
+                self.s.first_rank is not None and self._begins_at == self.stats.tokens + 1):
+            return [], False          # (a draft is checked without heal's mask, and without an alternative's rank)
         if proposal is not None:
             chunk = self._continuation_tokens(proposal)
             k = self._draft_len.next("chunk")
@@ -742,6 +749,10 @@ class Decoder:
         if self._hidden_chars:              # the user's own letters, spelled again (heal): not shown
             mine = min(self._hidden_chars, len(text))
             text, self._hidden_chars = text[mine:], self._hidden_chars - mine
+        if self._word_done:
+            # The word the user was typing is finished ("cont" + "act"): the place where the user's own
+            # chunks may go, and the model's words are counted from, is after it, as if they had typed it.
+            self._prompt_chars, self._word_done = len(self._text), False
         return Piece(text)
 
     def guard(self, piece: Piece) -> list[Piece]:

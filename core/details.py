@@ -158,7 +158,7 @@ class DetailGuard:
         """Before text that is not the model's (a chunk): a held word goes out ("at"), but the start of
         a number or address the model began ("1" before the user's "(555) 123-4567") is dropped."""
         out, self.held = self.held, ""
-        return "" if any(ch.isdigit() for ch in out) or "@" in out else out
+        return "" if any(ch.isdigit() for ch in out) or "@" in out or "[" in out else out
 
     def flush(self) -> str:
         """At the end: what is held, unless it may be the start of an invented detail."""

@@ -456,7 +456,7 @@ class Engine:
                 len(tokens) if request.mode == "chat" else 1)
         heal = unfinished_word(tokens, text, self.runtime.piece) if request.finish_word and request.mode == "complete" else 0
         heal = heal if heal < len(tokens) else 0          # something must stay to prefill
-        settings = DecodeSettings(request.max_tokens + heal, sampler, tuple(request.stop), request.use_chunks,
+        settings = DecodeSettings(request.max_tokens, sampler, tuple(request.stop), request.use_chunks,
                                   request.sample_acceptance, request.draft, keep, draft_cap=request.draft_cap,
                                   guard_details=request.guard_details, first_rank=request.first_rank,
                                   natural_end=request.natural_end, leave_out=frozenset(request.leave_out), heal=heal)

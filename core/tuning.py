@@ -94,7 +94,7 @@ def _first_value(engine, prompt: str, own: set[int]) -> int | None:
     # The editor's own request (Settings.suggestion_request; default settings: greedy, chunks on, the kNN-LM
     # once learned), cut to 6 tokens on purpose: a value it inserts comes within the first words, and
     # tuning asks |grid| x places of them.
-    request = Settings(max_tokens=6).suggestion_request(prompt)
+    request = Settings(max_tokens=6).suggestion_request(prompt, lifted=True)     # (a finished word before each place)
     out = engine.generate(request, record_use=False)
     return next((s.chunk_id for s in out.spans if s.chunk_id in own), None)
 

@@ -303,3 +303,17 @@ def test_an_alternative_after_an_unfinished_word_finishes_it_first(make_engine):
     request = Settings().suggestion_request("Hi Sam,\n\nCould you ple")
     texts = [engine.generate(replace(request, first_rank=rank)).text for rank in (1, 2)]
     assert all(t.startswith("ase") for t in texts) and texts[0] != texts[1], texts
+
+
+@pytest.mark.parametrize("typed, label", [("If anything comes up, please cont", "email"),
+                                          ("Our office is loc", "address")])
+def test_a_library_entry_can_follow_the_word_the_suggestion_finished(pii_engine, typed, label):
+    """After "please cont" + "act" the user's own entry comes as it does after "please contact": the end
+    of the finished word is where the user's chunks may go.  Catches the healed word's rest counted as
+    words the model wrote (no entry after them, LEAD_IN_WORDS) -- "Our office is loc" then got the
+    model's own house number."""
+    from chunkwise.core.settings import Settings
+
+    stream = pii_engine.stream(Settings().suggestion_request("Hi Sam,\n\n" + typed))
+    stream.completion()
+    assert [p.label for p in stream.pieces if p.from_chunk][:1] == [label], stream.pieces

@@ -37,8 +37,10 @@ def test_tuning_asks_what_the_editor_asks(monkeypatch):
     engine = SimpleNamespace(generate=lambda request, record_use=True: sent.append(request) or SimpleNamespace(spans=[]))
     editors = Settings.suggestion_request
     monkeypatch.setattr(Settings, "suggestion_request",                  # the editor's request changes
-                        lambda self, prompt, stop=("\n\n",): replace(editors(self, prompt, stop), top_k=7))
+                        lambda self, prompt, stop=("\n\n",), lifted=False:
+                        replace(editors(self, prompt, stop, lifted=lifted), top_k=7))
     assert tuning._first_value(engine, "Call me at", {1}) is None
     (request,) = sent
     assert request.top_k == 7 and request.max_tokens == 6 and request.stop == ["\n\n"]
-    assert request == Settings(max_tokens=6).suggestion_request("Call me at")
+    # each place follows a finished word (the space before the user's value was taken off): no token healing
+    assert request == Settings(max_tokens=6).suggestion_request("Call me at", lifted=True)
