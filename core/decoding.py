@@ -269,14 +269,13 @@ class Decoder:
         self._pending: int | None = None   # the model's choice already sampled during verification
         self._anchors = AnchorReducer(rt, max(1, settings.anchor_keep)) if settings.anchor_keep is not None else None
         # Token healing (core/healing.py): the typed letters the first steps still have to spell, as bytes, and
-        # how many characters of the text they write are the user's own (not shown); the step at which the
-        # suggestion proper begins (where an alternative's ranked start is).
+        # how many characters of the text they write are the user's own (not shown).
         self._typed_left = b""
         self._typed_tokens: list[int] = []        # the tokenizer's own tokens of what is left
-        self._heal_steps = 0                      # steps spent spelling them (not counted against max_tokens)
+        self._heal_steps = 0                      # steps spent spelling them, one token each (not counted against
+                                                  # max_tokens); the suggestion proper begins after them
         self._word_done = False                   # the last of them was just chosen: the cursor mark moves past it
         self._hidden_chars = 0
-        self._begins_at = 0
 
     # ------------------------------------------------------------ the story
 
@@ -371,7 +370,6 @@ class Decoder:
         self._typed_left = self._typed_left[len(spelled):] if self._typed_left.startswith(spelled) else b""
         self._heal_steps += 1
         if not self._typed_left:
-            self._begins_at = self.stats.tokens + 1        # this token counted: the suggestion proper begins
             self._word_done = True
         return token
 
@@ -671,7 +669,7 @@ class Decoder:
         """The first step of an alternative suggestion (``first_rank``): the start is chosen by rank, after
         the typed letters are spelled (heal) as the model's first choice spells them: after the word where
         that choice finishes it ("ple" -> "ase"), else after the letters ("Please re" -> "work", "phrase")."""
-        return self.s.first_rank is not None and self.stats.tokens == self._begins_at and not self._typed_left
+        return self.s.first_rank is not None and self.stats.tokens == self._heal_steps and not self._typed_left
 
     def choose(self, logits: np.ndarray, hidden: np.ndarray | None, mixed: bool = False) -> int:
         """The next token from the model's logits (V,), mixed with the kNN distribution when on."""
@@ -685,7 +683,7 @@ class Decoder:
         """Tokens that may follow *token*: a chunk the matcher was not sure of, else an n-gram."""
         room = self.s.max_tokens - (self.stats.tokens - self._heal_steps) - 1
         if self.drafter is None or room <= 0 or self._typed_left or (
-                self.s.first_rank is not None and self._begins_at == self.stats.tokens + 1):
+                self.s.first_rank is not None and self._heal_steps == self.stats.tokens + 1):
             return [], False          # (a draft is checked without heal's mask, and without an alternative's rank)
         if proposal is not None:
             chunk = self._continuation_tokens(proposal)
