@@ -45,6 +45,7 @@ class Alternatives:
 
     def clear(self) -> None:
         self.options: list[list[Piece]] = []
+        self.figures: list[dict] = []   # each option's stats (tokens, speed, insertions), as its request ended
         self.index = 0
         self.place = None           # (editor, anchor) the options belong to
         self.next_rank = 0          # the first token rank the next model alternative starts with
@@ -56,12 +57,15 @@ class Alternatives:
         self.offered: Piece | None = None   # the library entry its answer brings, once kept
         self.ready_option: list[Piece] | None = None   # that answer, as kept in options
 
-    def start(self, place, pieces: list[Piece], ready_request=None, model_alternatives: bool = True) -> None:
-        """New alternatives for *place*, whose suggestion is *pieces*; *ready_request*: the readier request
-        to ask first (None: none); *model_alternatives*: whether to ask the model for other starts too."""
+    def start(self, place, pieces: list[Piece], ready_request=None, model_alternatives: bool = True,
+              figures: dict | None = None) -> None:
+        """New alternatives for *place*, whose suggestion is *pieces* (its stats: *figures*); *ready_request*:
+        the readier request to ask first (None: none); *model_alternatives*: whether to ask the model for
+        other starts too."""
         self.clear()
         self.place = place
         self.options = [list(pieces)]
+        self.figures = [dict(figures or {})]
         self.ready_request = ready_request
         self.model_alternatives = model_alternatives
 
@@ -73,14 +77,15 @@ class Alternatives:
         """Whether *text* is empty or says what an option already known says."""
         return not text.strip() or any(text.rstrip() == "".join(p.text for p in o).rstrip() for o in self.options)
 
-    def add(self, pieces: list[Piece]) -> bool:
+    def add(self, pieces: list[Piece], figures: dict | None = None) -> bool:
         """Keep a model alternative unless it is empty or says what one already known says."""
         if self._known("".join(p.text for p in pieces)):
             return False
         self.options.append(list(pieces))
+        self.figures.append(dict(figures or {}))
         return True
 
-    def add_ready(self, pieces: list[Piece]) -> bool:
+    def add_ready(self, pieces: list[Piece], figures: dict | None = None) -> bool:
         """Keep the readier request's answer, right after the suggestion, where it brings a library entry
         the suggestion does not (the first alternative, Alt+] once)."""
         offered = detail_offered(pieces, self.options[0]) if self.options else None
@@ -88,6 +93,7 @@ class Alternatives:
             return False
         self.ready_option = list(pieces)
         self.options.insert(1, self.ready_option)      # asked first: nothing else is there yet to shift
+        self.figures.insert(1, dict(figures or {}))
         self.offered = offered
         return True
 
@@ -102,6 +108,11 @@ class Alternatives:
     def step(self, delta: int) -> list[Piece]:
         self.index = (self.index + delta) % self.count
         return self.options[self.index]
+
+    @property
+    def shown_figures(self) -> dict:
+        """The stats of the option on screen ({} where none were kept)."""
+        return self.figures[self.index] if self.index < len(self.figures) else {}
 
     def label(self) -> str:
         """ "2/3", and while the suggestion itself is shown, which of the user's entries Alt+] brings."""

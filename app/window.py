@@ -114,7 +114,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self._received: dict[int, int] = {}
         self._early_finish: dict[int, dict] = {}
         self._last_request: GenerationRequest | None = None
-        self._library_phrases = 0       # phrases that lead into library entries (_show_library_size)
+        self._library_entries = 0       # the user's own entries matching can use (_show_library_size)
         self._request_place = None
         self.alternatives = Alternatives()   # Alt+] / Alt+[ (app/alternatives.py)
         self._confirming = None              # (entry, text before it): taken from the body's readier alternative
@@ -312,7 +312,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.model_ready = True
         self._set_locked("")                     # store_locked follows if the library did not open
         self.model_name = info["model"]
-        self._show_library_size(info["contexts"])
+        self._show_library_size(info)
         self.progress.setVisible(False)
         self.cancel_button.setVisible(False)
         self.statusBar().showMessage(f"Model ready in {info['seconds']} s", 4000)
@@ -343,9 +343,9 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.request_unlock.emit(self.store_path())
         return True
 
-    def _on_unlocked(self, contexts: int) -> None:
+    def _on_unlocked(self, size: dict) -> None:
         self._set_locked("")
-        self._show_library_size(contexts)
+        self._show_library_size(size)
         self.statusBar().showMessage("Your library is open; suggestions use it again.", 5000)
         self.library_unlocked.emit()
         self._schedule()
@@ -381,16 +381,20 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.progress.setMinimumWidth(needed)
         self.progress.setMaximumWidth(max(needed, 180))
 
-    def _on_store_ready(self, contexts: int) -> None:
+    def _on_store_ready(self, size: dict) -> None:
         self.progress.setVisible(False)
         self.cancel_button.setVisible(False)
-        self._show_library_size(contexts)
+        self._show_library_size(size)
 
-    def _show_library_size(self, phrases: int) -> None:
-        self._library_phrases = phrases          # 0 while the library is locked or empty: no entry to offer
+    def _show_library_size(self, size: dict) -> None:
+        """*size*: worker.library_size.  Without an entry of the user's own (an empty library, a locked
+        one, or only phrases mined from their mail) the readier detail alternative can bring nothing."""
+        self._library_entries = size["entries"]
         self.model_label.setText(f"{self.model_name} · library ready")
-        self.model_label.setToolTip(f"The model is {self.model_name}. Your library has {phrases} phrase(s) "
-                                    "that lead into its entries.")
+        entries = f"{size['entries']} entr{'y' if size['entries'] == 1 else 'ies'}"
+        self.model_label.setToolTip(f"The model is {self.model_name}. Your library has {entries} of your "
+                                    f"own; {size['contexts']} phrase(s) lead into them and into the phrases "
+                                    "learned from your writing.")
 
     def _cancel_job(self) -> None:
         if self.worker:
@@ -489,9 +493,9 @@ class ComposeWindow(QMainWindow, EmailActions):
                 self.alternatives.request_id = -1
                 return
             if request_id == self.alternatives.ready_id:
-                self.alternatives.add_ready(self.alternatives.pending)
+                self.alternatives.add_ready(self.alternatives.pending, stats)
             else:
-                self.alternatives.add(self.alternatives.pending)
+                self.alternatives.add(self.alternatives.pending, stats)
             self._show_alternatives()
             self._next_alternative()
             return
@@ -502,20 +506,15 @@ class ComposeWindow(QMainWindow, EmailActions):
         if self._tab_waiting and self.current_editor is not None:
             self._tab_waiting = False
             self.current_editor.accept_ghost()
-        secs = max(stats.get("seconds", 0), 1e-6)
         editor = self.current_editor
         count = self._show_library_words(editor.pieces if editor else [], stats.get("withheld", ""))
-        # The technical figures stay one hover away, for those who want them.
-        self.stats_label.setToolTip(
-            (WITHHELD_HINT if stats.get("withheld") and not count else "") +
-            f"Last suggestion: {stats['tokens']} tokens at {stats['tokens'] / secs:.0f} tokens/s, "
-            f"{stats['chunks']} library insertion(s), {stats['passes_saved']} model steps saved")
+        self._show_figures(stats, count)
         if editor is not None and self._request_place == (editor, editor.anchor):
             # First the same request more readily (app/alternatives.py), where there is anything readier.
             # (not where no library entry can come: a locked or empty library would spend a request on nothing)
-            ready = self._last_request.readier(self.settings.threshold) if self._library_phrases else None
+            ready = self._last_request.readier(self.settings.threshold) if self._library_entries else None
             if editor.has_ghost():
-                self.alternatives.start((editor, editor.anchor), editor.pieces, ready)
+                self.alternatives.start((editor, editor.anchor), editor.pieces, ready, figures=stats)
                 # Rank 0 is the model's own top choice: the suggestion itself, unless a library chunk led it.
                 self.alternatives.next_rank = 0 if editor.pieces[0].from_chunk else 1
                 self._next_alternative()
@@ -553,8 +552,22 @@ class ComposeWindow(QMainWindow, EmailActions):
             editor.add_ghost(piece)
         # What the status bar says of the library is about the suggestion now shown (the first one's
         # withheld detail only with it).
-        self._show_library_words(editor.pieces, self.last_stats.get("withheld", "") if alts.index == 0 else "")
+        withheld = self.last_stats.get("withheld", "") if alts.index == 0 else ""
+        self._show_figures(alts.shown_figures, self._show_library_words(editor.pieces, withheld), withheld)
         self._show_alternatives()
+
+    def _show_figures(self, stats: dict, count: int, withheld: str | None = None) -> None:
+        """The technical figures of the suggestion on screen, one hover away for those who want them
+        (*count*: its words from the library; *withheld*: its stopped-before detail, default its own)."""
+        if "tokens" not in stats:
+            self.stats_label.setToolTip("")
+            return
+        withheld = stats.get("withheld", "") if withheld is None else withheld
+        secs = max(stats.get("seconds", 0), 1e-6)
+        self.stats_label.setToolTip(
+            (WITHHELD_HINT if withheld and not count else "") +
+            f"This suggestion: {stats['tokens']} tokens at {stats['tokens'] / secs:.0f} tokens/s, "
+            f"{stats['chunks']} library insertion(s), {stats['passes_saved']} model steps saved")
 
     def _show_library_words(self, pieces: list[Piece], withheld: str = "") -> int:
         """The status bar's "2 words from your library (phone)" for the suggestion on screen; how many words."""
@@ -736,7 +749,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.request_learn.emit({"paths": list(paths), "gamma": 0.5, "corpus_teacher": True, "knn": True})
 
     def _on_learned(self, info: dict) -> None:
-        self._on_store_ready(info["contexts"])
+        self._on_store_ready(info)
         phrases = info.get("learned_phrases", 0)
         # Short enough for the status bar beside the model's name: the longer sentence was cut off
         # mid-word (tools/xvfb_learn_menu.sh). What was learned is listed in What Chunkwise learned….

@@ -52,16 +52,24 @@ LOCKED_HINT = "Your library is locked. Unlock it with Tools → Unlock library�
 MODEL_ALONE = "Suggestions come from the model alone. Tools → Unlock library… opens it."
 
 
+def library_size(engine) -> dict:
+    """What matching can use now, as the window shows it: {"contexts": phrases that lead into entries,
+    "entries": the user's own library entries (not mined phrases)}; zeros without an engine."""
+    if engine is None:
+        return {"contexts": 0, "entries": 0}
+    return {"contexts": engine.contexts, "entries": engine.library_entries}
+
+
 class ModelWorker(QObject):
     """Lives in its own QThread; every slot runs there."""
 
-    loaded = Signal(dict)                   # {"model": name, "contexts": n, "seconds": s}
+    loaded = Signal(dict)                   # {"model": name, "seconds": s, **library_size}
     load_failed = Signal(str)
     piece = Signal(int, object)             # request id, core.Piece (frozen: safe to hand across threads)
     finished = Signal(int, dict)            # request id, stats
     failed = Signal(int, str)
     progress = Signal(str, int, int)        # what, done, total
-    store_ready = Signal(int)               # contexts matched after a refresh
+    store_ready = Signal(dict)              # library_size after a refresh
     store_failed = Signal(str)
     store_locked = Signal(str)              # the library could not open: suggestions from the model alone
     threshold_profile = Signal(list)        # [{end, phrase, chunk_id, label, reach}]: core.tuning.Place
@@ -73,7 +81,7 @@ class ModelWorker(QObject):
     forgotten = Signal(dict)                # {"contexts", "chunks", "knn_rows"} removed
     job_done = Signal(int, object)          # store job id, its result
     job_failed = Signal(int, str, bool)     # store job id, message, whether the library is locked
-    unlocked = Signal(int)                  # the library opened after start: contexts matched
+    unlocked = Signal(dict)                 # the library opened after start: library_size
     unlock_failed = Signal(str)
 
     def __init__(self):
@@ -108,8 +116,8 @@ class ModelWorker(QObject):
             self.engine = engine
             engine.refresh(progress=self._step("Encoding chunks", jobs=False), cancelled=self._stopped)
             self.progress.emit("Loading model", 1, 1)
-            self.loaded.emit({"model": engine.model_name, "contexts": engine.contexts,
-                              "seconds": round(time.perf_counter() - start, 2)})
+            self.loaded.emit({"model": engine.model_name, "seconds": round(time.perf_counter() - start, 2),
+                              **library_size(engine)})
             if self.locked:
                 self.store_locked.emit(self.locked)
         except Cancelled:
@@ -150,10 +158,10 @@ class ModelWorker(QObject):
                                       cancelled=self._stopped)
             elif stand_in is not None:
                 stand_in.close()
-            self.unlocked.emit(self.engine.contexts if self.engine is not None else 0)
+            self.unlocked.emit(library_size(self.engine))
         except ChunkwiseError as exc:        # opened, but not matched against: still usable, told why
             self.store_failed.emit(str(exc))
-            self.unlocked.emit(0)
+            self.unlocked.emit(library_size(None))
         self.run_jobs()
 
     def _close(self) -> None:
@@ -358,7 +366,7 @@ class ModelWorker(QObject):
         try:
             self.engine.refresh(progress=lambda d, t: self.progress.emit("Encoding chunks", d, t),
                                 cancelled=self._stopped, chunk_ids=chunk_ids)
-            self.store_ready.emit(self.engine.contexts)
+            self.store_ready.emit(library_size(self.engine))
         except ChunkwiseError as exc:
             self.store_failed.emit(str(exc))
 
@@ -412,7 +420,7 @@ class ModelWorker(QObject):
             self.learned.emit({"documents": result.report.documents, "new_chunks": result.new_chunks,
                                "new_contexts": result.new_contexts, "knn_entries": result.knn_rows,
                                "learned_phrases": result.learned_phrases,
-                               "contexts": self.engine.contexts})
+                               **library_size(self.engine)})
         except Cancelled as exc:             # the user pressed Cancel: a note, not a dialog
             self.progress.emit("Learning from your writing", 1, 1)
             self.store_failed.emit(str(exc))

@@ -392,6 +392,11 @@ class Engine:
         return len(self.matcher)
 
     @property
+    def library_entries(self) -> int:
+        """How many of the user's own library entries matching can use now (0 while locked or empty)."""
+        return self.matcher.library_entries
+
+    @property
     def has_knn(self) -> bool:
         return self._knn is not None or self.store.knn_count(self.model_id) > 0
 

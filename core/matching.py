@@ -262,6 +262,12 @@ class ChunkMatcher(MatchingState):
     def __len__(self) -> int:
         return len(self.index)
 
+    @property
+    def library_entries(self) -> int:
+        """How many of the user's own library entries (not phrases mined from their mail) matching can
+        propose: the only kind the editor's readier detail alternative can bring (engine.detail_offered)."""
+        return sum(info["kind"] not in REPEATABLE_KINDS for info in self._chunks.values())
+
     def at_threshold(self, threshold: float) -> "ChunkMatcher":
         """This matcher at another threshold, for one request: the same index, chunks and classifier
         (nothing copied but the attributes' references; the threshold is read only while proposing)."""

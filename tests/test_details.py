@@ -22,6 +22,8 @@ from chunkwise.core.engine import GenerationRequest
     ("Contact: [Your Phone Number]", "phone"),
     ("or email me at [email_address] soon", "email"),
     ("We are at [address] from 9", "address"),
+    ("Connect with me: [Your LinkedIn URL]", "web"),
+    ("My code is on [GitHub profile].", "web"),
 ])
 def test_shapes_are_found(text, shape):
     assert [s for s, _, _ in find_details(text)] == [shape]
