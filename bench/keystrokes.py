@@ -94,7 +94,7 @@ class Tally:
 def suggest(engine: Engine, before: str, rest: str, settings: Settings, leave_out=()):
     """One suggestion at *before*, generated until it leaves *rest*: (text, the chunk id of each character
     or None, latency, finished, chunks).  *leave_out*: chunks typed over in this sentence, as the editor sends."""
-    prompt, lifted = body_prompt(before)
+    prompt, lifted = body_prompt(PRIMER_TEXT + before)
     request = settings.suggestion_request(prompt, leave_out=leave_out, lifted=lifted)   # the editor's own request
     if AS_TYPED:
         request = replace(request, finish_word=False)      # --as-typed: the typed letters left as the tokenizer cut them
@@ -168,6 +168,8 @@ class EvalClock:
 
 CLOCK: EvalClock | None = None
 AS_TYPED = False            # --as-typed: no token healing (core/healing.py), as the editor asked before it
+PRIMER = 0                 # --primer N: the persona's last N sent emails before every prompt
+PRIMER_TEXT = ""
 
 
 def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = False, remember: bool = True,
@@ -229,6 +231,13 @@ def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = F
     return t
 
 
+def primer(persona: str, n: int) -> str:
+    """--primer: the persona's last *n* sent emails, put before every prompt (in-context examples of
+    their writing, tried against learning from it); "" for 0."""
+    sent = sorted((PERSONAS / persona).glob("sent-*.txt"))[-n:] if n else []
+    return "".join(p.read_text(encoding="utf-8").strip() + "\n\n\n" for p in sent)
+
+
 def persona_profile(store: ChunkStore, persona: str) -> None:
     profiles = json.loads((PERSONAS / "profiles.json").read_text(encoding="utf-8"))
     for name, entry in profiles[persona].items():
@@ -284,6 +293,8 @@ def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
             settings.threshold = threshold
         total, n = Tally(), 0
         for persona in ("mara", "teo"):
+            global PRIMER_TEXT
+            PRIMER_TEXT = primer(persona, PRIMER)
             if learn is None:
                 engine = Engine(store=ChunkStore(":memory:"), n_threads=2, runtime=runtime)
             else:
@@ -392,10 +403,12 @@ def main() -> None:
                     help="the user also pauses N letters into a word nothing suggested (default 0: between words only)")
     ap.add_argument("--as-typed", action="store_true",
                     help="leave a word the user is in the middle of as the tokenizer cut it (no token healing)")
+    ap.add_argument("--primer", type=int, default=0, metavar="N",
+                    help="tried: put the persona's last N sent emails before every prompt (in-context examples)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
-    global AS_TYPED
-    AS_TYPED = args.as_typed
+    global AS_TYPED, PRIMER
+    AS_TYPED, PRIMER = args.as_typed, args.primer
     print(f"Machine: {machine()}\n")
     OUT.mkdir(exist_ok=True)
     splits = ("dev", "test") if args.split == "both" else (args.split,)

@@ -537,6 +537,24 @@ def test_learning_while_writing_from_the_editor(qtbot, make_window, monkeypatch)
         assert len(store.list_chunks(kind="pii")) == len(paper_profile())
 
 
+def test_learning_while_writing_reads_the_body_not_the_subject_line(qtbot, make_window):
+    """A library value typed by hand in the Subject teaches nothing (a subject is a title, not the
+    user's phrasing of a sentence); the same words typed in the body do.  Catches the subject's text
+    sent to learning while writing."""
+    w = make_window(with_pii=True)
+    learned = []
+    w.worker.learned_here.connect(learned.append)
+    phrase = "For anything urgent, ring me direct on (555) 123-4567"
+    type_and_wait(qtbot, w, phrase + " today", editor=w.subject_edit)
+    qtbot.wait(500)                                  # time for an observation to be learned, if one were sent
+    assert learned == []
+    with ChunkStore(w.settings.db_path) as store:
+        assert store.learned_contexts() == []
+    with qtbot.waitSignal(w.worker.learned_here, timeout=WAIT) as typed:
+        type_text(qtbot, w.body_edit, "Hi Tom,\n\n" + phrase + ". Thanks")
+    assert typed.args[0][0]["context"] == "For anything urgent, ring me direct on"
+
+
 def test_a_value_begun_by_hand_has_its_phrase_read_before_it_is_finished(qtbot, make_window):
     """Issue 15.6: the phrase before a library value the user is typing is read once its first
     characters are there (after the suggestion then asked for), so learning it when the value is
@@ -1103,6 +1121,41 @@ def test_a_detail_read_too_weakly_to_insert_is_one_alt_bracket_away(qtbot, make_
     type_text(qtbot, body, "Hi Ana,\n\nMy side projects are")
     qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id and body.has_ghost(), timeout=WAIT)
     assert [p.label for p in body.pieces if p.from_chunk][:1] == ["github"]
+
+
+def test_an_entry_taken_word_by_word_teaches_once_it_is_whole_and_half_taken_teaches_nothing(qtbot, make_window):
+    """Ctrl+Right over an entry from the detail alternative: taken to its last word a word at a time,
+    its phrase is learned, as Tab would teach it; after its first word and Esc, nothing is learned
+    (Esc turns the rest down there instead).  Catches learning sent at the first word taken (a
+    half-taken entry teaching its place) and never sent when the entry was taken word by word."""
+    place = "Dear Sir or Madam,\n\nI am writing to"
+
+    def offer(w):
+        body = type_and_wait(qtbot, w, place)
+        qtbot.waitUntil(lambda: w.alternatives.request_id == -1 and w.alternatives.count >= 2, timeout=WAIT)
+        assert "Alt+] name" in w.alt_label.text()
+        qtbot.keyClick(body, Qt.Key_BracketRight, Qt.AltModifier)
+        assert body.ghost_text.startswith(" John Doe")
+        return body
+
+    for whole in (True, False):
+        w = make_window(with_pii=True)               # a library of its own each time: nothing learned before
+        learned = []
+        w.worker.learned_here.connect(learned.append)
+        taught = lambda: [x for items in learned for x in items if x["origin"] == "learned"]
+        body = offer(w)
+        qtbot.keyClick(body, Qt.Key_Right, Qt.ControlModifier)
+        assert body.toPlainText() == place + " John" and body.ghost_text.startswith(" Doe")
+        if whole:
+            with qtbot.waitSignal(w.worker.learned_here, timeout=WAIT) as taken:
+                assert taught() == []                # " John": part of the entry is still to take
+                qtbot.keyClick(body, Qt.Key_Right, Qt.ControlModifier)
+            assert body.toPlainText().startswith(place + " John Doe")
+            assert taken.args[0][0]["context"] == "I am writing to" and taken.args[0][0]["taken"] == "name"
+        else:
+            qtbot.keyClick(body, Qt.Key_Escape)
+            qtbot.wait(500)                          # time for a confirmation to be learned, if one were sent
+            assert taught() == []
 
 
 def test_where_nothing_is_suggested_alt_bracket_brings_the_detail(qtbot, make_window):
