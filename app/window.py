@@ -266,6 +266,9 @@ class ComposeWindow(QMainWindow, EmailActions):
     def _connect_worker(self) -> None:
         w = self.worker_thread.worker
         self.request_generation.connect(w.generate)
+        # Also kept as it is sent, on this thread, so learning can answer it between two emails (post only
+        # stores it; the engine is touched on the worker's thread alone).
+        self.request_generation.connect(w.post, Qt.DirectConnection)
         self.request_load.connect(w.load)
         self.request_threshold.connect(w.set_threshold)
         self.request_refresh.connect(w.refresh)

@@ -94,6 +94,11 @@ class ModelWorker(QObject):
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()   # (id, fn) store jobs from the GUI thread
         self.locked: str | None = None      # why the library could not open (the engine runs on an empty one)
         self._typing: tuple | None = None   # the newest text observed, for learn_observed
+        # The newest generation request, posted from the GUI thread as it is sent (post), so a long job
+        # can answer it between its steps; a request is generated once, whichever way it comes.
+        self._waiting: tuple[int, GenerationRequest] | None = None
+        self._waiting_lock = threading.Lock()
+        self._served = 0                    # the newest request id generated so far
 
     # ------------------------------------------------------------ lifetime
 
@@ -183,17 +188,34 @@ class ModelWorker(QObject):
     def _stopped(self) -> bool:
         return self._cancel.is_set() or self._stopping.is_set()
 
-    def _step(self, what: str, jobs: bool = True):
+    def _step(self, what: str, jobs: bool = True, suggestions: bool = False):
         """A progress callback for a long job: shows progress, runs the library's queued store jobs
         (so it answers during the job; not where the job writes the store in steps, as encoding
-        does: *jobs* False), and stops the job when the window closes."""
+        does: *jobs* False), and stops the job when the window closes.  *suggestions*: the job calls
+        it where the model is free (learning: between two emails, core/distill.py score_all), so the
+        newest suggestion request is answered there instead of after the whole job."""
         def step(done: int, total: int) -> None:
             self.progress.emit(what, done, total)
             if jobs:
                 self.run_jobs()
+            if suggestions and not self._stopping.is_set():
+                self._serve_waiting()
             if self._stopping.is_set():
                 raise Cancelled(f"{what}: stopped, the window is closing.")
         return step
+
+    def post(self, request_id: int, request: GenerationRequest) -> None:
+        """Called on the GUI thread as a request is sent (a direct connection): only keeps it, for
+        :meth:`_serve_waiting`; the request's queued ``generate`` still comes after a long job."""
+        with self._waiting_lock:
+            self._waiting = (request_id, request)
+
+    def _serve_waiting(self) -> None:
+        """Generate the newest posted request now, if it is still the one the window waits for."""
+        with self._waiting_lock:
+            waiting, self._waiting = self._waiting, None
+        if waiting is not None and waiting[0] == self.latest:
+            self.generate(*waiting)
 
     # ------------------------------------------------------------ store jobs (app/lane.py)
 
@@ -229,8 +251,9 @@ class ModelWorker(QObject):
     @Slot(int, object)
     def generate(self, request_id: int, request: GenerationRequest) -> None:
         received = time.perf_counter()
-        if request_id != self.latest or self.engine is None:
-            return                           # stale before it started
+        if request_id != self.latest or request_id <= self._served or self.engine is None:
+            return                           # stale before it started, or served during a long job
+        self._served = request_id
         first = None
         try:
             gen = self.engine.stream(request, cancelled=lambda: self.latest != request_id)
@@ -415,7 +438,8 @@ class ModelWorker(QObject):
                 docs = read_corpus(options["paths"])
             result = mine(self.engine, docs, options.get("gamma", 0.5), knn=options.get("knn", True),
                           corpus_teacher=options.get("corpus_teacher", True),
-                          progress=self._step("Learning from your writing"), cancelled=self._stopped)
+                          progress=self._step("Learning from your writing", suggestions=True),
+                          cancelled=self._stopped)
             self.progress.emit("Learning from your writing", 1, 1)
             self.learned.emit({"documents": result.report.documents, "new_chunks": result.new_chunks,
                                "new_contexts": result.new_contexts, "knn_entries": result.knn_rows,

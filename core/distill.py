@@ -148,7 +148,11 @@ class Miner:
 
     def score_all(self, docs: Sequence[Document], progress: Progress | None = None,
                   cancelled: Callable[[], bool] | None = None, topk: int = 0) -> list[tuple]:
-        """(document, our pass, confidence per token, teacher pass or None) for each usable document."""
+        """(document, our pass, confidence per token, teacher pass or None) for each usable document.
+
+        *progress* is called after each document, where the runtime holds nothing this pass needs (each
+        document is read from an empty cache): a caller may use the model there, as the editor does to
+        answer a suggestion while it learns (app/worker.py)."""
         out = []
         for i, doc in enumerate(docs):
             if cancelled and cancelled():

@@ -76,9 +76,15 @@ def type_and_wait(qtbot, window, text, editor=None):
 
 @pytest.fixture(autouse=True)
 def _mark_finished(monkeypatch):
-    """Record which request finished, so tests wait for the whole suggestion."""
+    """Record which request finished, so tests wait for the whole suggestion.  Under the method's own
+    name (functools.wraps): PySide finds a connected method of the window by its name, and a function
+    named otherwise was called on the thread that sent the signal, the worker's, so the window's code
+    ran there, and only once the worker was free."""
+    import functools
+
     original = ComposeWindow._on_finished
 
+    @functools.wraps(original)
     def patched(self, request_id, stats):
         original(self, request_id, stats)
         if request_id == self.current_id and request_id not in getattr(self, "_early_finish", {}):
@@ -437,6 +443,36 @@ def test_learning_from_writing_and_tuning_from_settings(qtbot, make_window, tmp_
     assert load_settings(tmp_path / "settings.json")[0].knn_enabled
     editor = type_and_wait(qtbot, w, "Thank you for your email. I hope this")   # kNN-LM suggestions stream
     assert editor.pieces
+
+
+def test_suggestions_keep_coming_while_chunkwise_learns(qtbot, make_window, tmp_path, monkeypatch):
+    """Learning a mailbox takes minutes; between two of its emails
+    the newest suggestion request is answered, so typing meanwhile still gets suggestions, each once.
+    Catches suggestions queued behind the whole job on the model's thread, and a request answered
+    twice (during the job, then again when its queued call comes after it)."""
+    from pathlib import Path
+
+    from PySide6.QtWidgets import QFileDialog
+
+    w = make_window()
+    sent = sorted((Path(__file__).resolve().parents[1] / "bench/data/personas/mara").glob("sent-*.txt"))
+    files = []
+    for copy in range(3):                            # 48 emails: long enough to type during it
+        for path in sent:
+            files.append(tmp_path / f"{copy}-{path.name}")
+            files[-1].write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *a, **k: ([str(f) for f in files], ""))
+    learned, finished = [], []
+    w.worker.learned.connect(learned.append)
+    w.worker.finished.connect(lambda request_id, stats: finished.append(request_id))
+    w.learn_action.trigger()
+    qtbot.waitUntil(lambda: w.progress.isVisible() and w.progress.format().startswith("Learning")
+                    and w.progress.value() >= 1, timeout=WAIT)
+    body = type_and_wait(qtbot, w, "Hi Oskar,\n\nThanks for")
+    assert body.ghost_text and not learned, "the suggestion came only once learning was done"
+    qtbot.waitUntil(lambda: bool(learned), timeout=180_000)
+    qtbot.wait(300)                                  # time for a queued call to answer it again, if it did
+    assert finished and len(finished) == len(set(finished))
 
 
 def test_learning_from_a_bad_file_changes_nothing(qtbot, make_window, tmp_path, monkeypatch):
