@@ -266,9 +266,11 @@ class ComposeWindow(QMainWindow, EmailActions):
     def _connect_worker(self) -> None:
         w = self.worker_thread.worker
         self.request_generation.connect(w.generate)
-        # Also kept as it is sent, on this thread, so learning can answer it between two emails (post only
-        # stores it; the engine is touched on the worker's thread alone).
-        self.request_generation.connect(w.post, Qt.DirectConnection)
+        # Counted as they are asked, on this thread (note_change only counts; the engine is touched on the
+        # worker's thread alone): while one waits behind learning, learning answers no suggestion early.
+        for signal in (self.request_load, self.request_threshold, self.request_refresh, self.request_forget,
+                       self.request_unlock):
+            signal.connect(w.note_change, Qt.DirectConnection)
         self.request_load.connect(w.load)
         self.request_threshold.connect(w.set_threshold)
         self.request_refresh.connect(w.refresh)
@@ -281,8 +283,8 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.request_confirm.connect(w.confirm)
         self.request_forget.connect(w.forget_learned)
         self.request_unlock.connect(w.unlock)
-        # Queued, always: the window's slots run on the GUI thread even where a test wraps one in a
-        # plain function (which Qt would otherwise call directly, on the worker's thread).
+        # Queued, always: the window's slots run on the GUI thread.  (PySide finds a connected method by
+        # its name: a function patched in under another name runs on the sender's thread even so.)
         queued = Qt.QueuedConnection
         for signal, slot in ((w.learned_here, self._on_learned_here), (w.forgotten, self._on_forgotten),
                              (w.learned, self._on_learned), (w.learn_failed, self._on_learn_failed),
@@ -463,6 +465,8 @@ class ComposeWindow(QMainWindow, EmailActions):
         self._in_flight = self.current_id
         self._last_request = request
         self.request_generation.emit(self.current_id, request)
+        if self.worker:      # kept on this thread too, so learning can answer it between two emails
+            self.worker.post(self.current_id, request)
 
     def _on_piece(self, request_id: int, piece: Piece) -> None:
         self._received[request_id] = self._received.get(request_id, 0) + 1

@@ -99,12 +99,18 @@ class ModelWorker(QObject):
         self._waiting: tuple[int, GenerationRequest] | None = None
         self._waiting_lock = threading.Lock()
         self._served = 0                    # the newest request id generated so far
+        # Requests that change what a suggestion is made from (a library refresh, the threshold, another
+        # model, forgetting) asked by the GUI thread and begun here: while one is still queued behind a
+        # long job, nothing is served early (it would be made from the library as it was).
+        self.changes_asked = 0              # written by the GUI thread (note_change)
+        self._changes_begun = 0
 
     # ------------------------------------------------------------ lifetime
 
     @Slot(dict)
     def load(self, options: dict) -> None:
         """Load (or reload) the model and the store: options = model_path, db_path, n_ctx, threads, threshold."""
+        self._begin_change()
         if self._stopping.is_set():
             return                           # the window is closing
         start = time.perf_counter()
@@ -149,6 +155,7 @@ class ModelWorker(QObject):
     def unlock(self, db_path: str) -> None:
         """Open the library now (the passphrase was given meanwhile) and match against it; the model
         stays loaded.  A wrong passphrase or a file still unreadable: ``unlock_failed``, still locked."""
+        self._begin_change()
         if self._stopping.is_set():
             return                           # the window is closing
         try:
@@ -198,20 +205,32 @@ class ModelWorker(QObject):
             self.progress.emit(what, done, total)
             if jobs:
                 self.run_jobs()
-            if suggestions and not self._stopping.is_set():
+            if suggestions and not self._stopped():
                 self._serve_waiting()
             if self._stopping.is_set():
                 raise Cancelled(f"{what}: stopped, the window is closing.")
         return step
 
     def post(self, request_id: int, request: GenerationRequest) -> None:
-        """Called on the GUI thread as a request is sent (a direct connection): only keeps it, for
-        :meth:`_serve_waiting`; the request's queued ``generate`` still comes after a long job."""
+        """Called on the GUI thread as the window sends its suggestion (not the alternatives, which
+        can wait): only keeps it, for :meth:`_serve_waiting`; its queued ``generate`` still comes."""
         with self._waiting_lock:
             self._waiting = (request_id, request)
 
+    def note_change(self, *_args) -> None:
+        """Called on the GUI thread as it asks for a refresh, threshold, model or forgetting (direct
+        connections); the slot doing it counts it begun (:meth:`_begin_change`)."""
+        self.changes_asked += 1
+
+    def _begin_change(self) -> None:
+        # At most as many as were asked: a slot called directly (a test) must not cover a later request.
+        self._changes_begun = min(self._changes_begun + 1, self.changes_asked)
+
     def _serve_waiting(self) -> None:
-        """Generate the newest posted request now, if it is still the one the window waits for."""
+        """Generate the newest posted request now, if it is still the one the window waits for and
+        no change to what suggestions are made from is still waiting behind the job."""
+        if self._changes_begun < self.changes_asked:
+            return
         with self._waiting_lock:
             waiting, self._waiting = self._waiting, None
         if waiting is not None and waiting[0] == self.latest:
@@ -276,6 +295,7 @@ class ModelWorker(QObject):
 
     @Slot(float)
     def set_threshold(self, value: float) -> None:
+        self._begin_change()
         if self.engine is not None:
             try:
                 self.engine.threshold = value
@@ -362,6 +382,7 @@ class ModelWorker(QObject):
 
     @Slot()
     def forget_learned(self) -> None:
+        self._begin_change()
         if self.engine is None:
             self.store_failed.emit("The model is not loaded yet; nothing was forgotten.")
             return
@@ -381,6 +402,7 @@ class ModelWorker(QObject):
     def refresh(self, chunk_ids: list[int] | None = None) -> None:
         """Encode new or changed contexts (progress, cancellable), then match against them: in place for
         *chunk_ids* (a library edit), or the whole library again (None)."""
+        self._begin_change()
         if self._stopping.is_set():
             return                           # the window is closing
         if self.engine is None:

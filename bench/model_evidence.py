@@ -16,7 +16,7 @@ For each: how often the user's right field ranks first among their fields (posit
 among the places the classifier does fill, where the reading ranks the field it filled: a
 reading that could veto wrong fields would rank them low and right ones high.
 
-    python bench/model_evidence.py --split dev        # about 6 minutes here
+    python bench/model_evidence.py --split dev
 """
 from __future__ import annotations
 

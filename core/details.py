@@ -28,11 +28,13 @@ _EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
 # A stand-in where the detail goes: the web pages small models learn from print "[email protected]" for
 # every address a CDN hid, and templates "[phone number]", "[email_address]" or "[address]".  Tab would put that in the email,
 # so it counts as the detail it stands for (the model wrote it where the user's own belongs).
-# Web stand-ins also name a profile: "[Your LinkedIn URL]", "[GitHub profile]", "[portfolio link]".
-_STAND_IN = re.compile(r"\[\s*(?:your[\s_]+|my[\s_]+)?(?:(?P<email>e-?mail)|(?P<phone>phone|mobile|telephone|cell)"
+# Web stand-ins also name a profile: "[Your LinkedIn Profile URL]", "[GitHub username]", "[Link to your portfolio]".
+_STAND_IN = re.compile(r"\[\s*(?:link[\s_]+to[\s_]+)?(?:your[\s_]+|my[\s_]+)?(?:(?P<email>e-?mail)"
+                       r"|(?P<phone>phone|mobile|telephone|cell)"
                        r"|(?P<web>website|web\s?site|url|linked\s?in|github|portfolio|twitter)"
                        r"|(?P<address>(?:postal[\s_]+|street[\s_]+|home[\s_]+)?address))"
-                       r"(?:[\s_]+(?:address|number|protected|url|link|profile|page|handle))?\s*\]", re.IGNORECASE)
+                       r"(?:[\s_]+(?:address|number|protected|url|link|profile|page|handle|username|website)){0,2}"
+                       r"\s*\]", re.IGNORECASE)
 _URL = re.compile(r"(?:https?://|www\.)[^\s,;]+|\b[\w\-]+(?:\.[\w\-]+)*\.(?:com|org|net|io|dev|de|uk|fr|eu)"
                   r"(?:/[^\s,;]*)?", re.IGNORECASE)
 # Capitalised words after a number that are not a place: times, months, days, units.

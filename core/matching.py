@@ -266,7 +266,7 @@ class ChunkMatcher(MatchingState):
     def library_entries(self) -> int:
         """How many of the user's own library entries (not phrases mined from their mail) matching can
         propose: the only kind the editor's readier detail alternative can bring (engine.detail_offered)."""
-        return sum(info["kind"] not in REPEATABLE_KINDS for info in self._chunks.values())
+        return len(self._own)
 
     def at_threshold(self, threshold: float) -> "ChunkMatcher":
         """This matcher at another threshold, for one request: the same index, chunks and classifier

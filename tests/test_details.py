@@ -24,6 +24,10 @@ from chunkwise.core.engine import GenerationRequest
     ("We are at [address] from 9", "address"),
     ("Connect with me: [Your LinkedIn URL]", "web"),
     ("My code is on [GitHub profile].", "web"),
+    ("Connect: [Your LinkedIn Profile URL]", "web"),
+    ("I am [Your GitHub username] there", "web"),
+    ("See [Portfolio Website] and", "web"),
+    ("Samples: [Link to your portfolio]", "web"),
 ])
 def test_shapes_are_found(text, shape):
     assert [s for s, _, _ in find_details(text)] == [shape]
