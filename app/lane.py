@@ -32,6 +32,7 @@ class StoreLane(QObject):
         self._worker = worker
         self._ids = itertools.count(1)
         self._waiting: dict[int, tuple[Callable[[Any], None] | None, OnError | None]] = {}
+        self._always: dict[int, Callable[[Any], None]] = {}    # kept when the dialog that asked is gone
         worker.job_done.connect(self._done, Qt.QueuedConnection)
         worker.job_failed.connect(self._failed, Qt.QueuedConnection)
 
@@ -40,11 +41,15 @@ class StoreLane(QObject):
         return bool(self._waiting)
 
     def submit(self, job: Job, on_done: Callable[[Any], None] | None = None,
-               on_error: OnError | None = None) -> int:
-        """Queue *job*; *on_done(result)* or *on_error(message, locked)* runs on the GUI thread later."""
+               on_error: OnError | None = None, changed: Callable[[Any], None] | None = None) -> int:
+        """Queue *job*; *on_done(result)* or *on_error(message, locked)* runs on the GUI thread later.
+        *changed(result)*: the job writes the library, and this asks matching to follow; it runs when
+        the job succeeds even where its dialog closed meanwhile (:meth:`forget`)."""
         job_id = next(self._ids)
         self._waiting[job_id] = (on_done, on_error)
-        self._worker.submit(job_id, job)
+        if changed is not None:
+            self._always[job_id] = changed
+        self._worker.submit(job_id, job, changed is not None)
         return job_id
 
     def forget(self, owner_callbacks: set[int]) -> None:
@@ -54,11 +59,15 @@ class StoreLane(QObject):
                 self._waiting[job_id] = (None, None)
 
     def _done(self, job_id: int, result: object) -> None:
+        changed = self._always.pop(job_id, None)
+        if changed is not None:
+            changed(result)
         on_done, _ = self._waiting.pop(job_id, (None, None))
         if on_done is not None:
             on_done(result)
 
     def _failed(self, job_id: int, message: str, locked: bool) -> None:
+        self._always.pop(job_id, None)
         _, on_error = self._waiting.pop(job_id, (None, None))
         if on_error is not None:
             on_error(message, locked)

@@ -154,8 +154,10 @@ class LaneDialog(QDialog):
         self._jobs: set[int] = set()
         self._closed = False
 
-    def _submit(self, what: str, job, on_done, title: str) -> None:
-        """Run *job(store)* in the lane; *on_done(result)* here when it answers, a warning if it fails."""
+    def _submit(self, what: str, job, on_done, title: str, changed=None) -> None:
+        """Run *job(store)* in the lane; *on_done(result)* here when it answers, a warning if it fails.
+        *changed(result)*: the chunk ids a write touched (None: all) -- matching follows them even where
+        the dialog was closed before the answer came (the user deleted an entry and closed the library)."""
         if self.lane is None or self.locked:
             return
         job_id = None
@@ -176,7 +178,8 @@ class LaneDialog(QDialog):
                 QMessageBox.warning(self, title, message)
             self.answered.emit(what, None)
 
-        job_id = self.lane.submit(job, done, failed)
+        job_id = self.lane.submit(job, done, failed,
+                                  None if changed is None else lambda result: self._store_changed(changed(result)))
         self._jobs.add(job_id)
 
     def _locked(self, message: str) -> None:
@@ -328,10 +331,6 @@ class LibraryDialog(LaneDialog):
 
     # ------------------------------------------------------------ actions
 
-    def _changed(self, chunk_ids: list[int] | None = None) -> None:
-        self._store_changed(chunk_ids)
-        self.reload()
-
     def add_chunk(self, prefill: dict | None = None, values: dict | None = None) -> bool:
         """Ask for a chunk (or take *values*) and add it; answered("add", its id). False: nothing asked."""
         if self.locked:
@@ -344,7 +343,7 @@ class LibraryDialog(LaneDialog):
             values = dialog.values()
         v = dict(values)
         self._submit("add", lambda store: store.add_chunk(v["text"], v["kind"], v["contexts"], label=v["label"]),
-                     lambda chunk_id: self._changed([chunk_id]), "Add chunk")
+                     lambda _chunk_id: self.reload(), "Add chunk", changed=lambda chunk_id: [chunk_id])
         return True
 
     def edit_selected(self, values: dict | None = None) -> bool:
@@ -360,7 +359,7 @@ class LibraryDialog(LaneDialog):
         v, cid = dict(values), chunk.id
         self._submit("edit", lambda store: store.update_chunk(cid, text=v["text"], kind=v["kind"], label=v["label"],
                                                               contexts=v["contexts"]),
-                     lambda _result: self._changed([cid]), "Edit chunk")
+                     lambda _result: self.reload(), "Edit chunk", changed=lambda _result: [cid])
         return True
 
     def delete_selected(self, confirm: bool = True) -> int:
@@ -373,7 +372,8 @@ class LibraryDialog(LaneDialog):
                                           f"Delete {len(ids)} chunk(s) and their contexts? This cannot be undone.")
             if answer != QMessageBox.Yes:
                 return 0
-        self._submit("delete", lambda store: store.remove_chunks(ids), lambda _n: self._changed(ids), "Delete chunks")
+        self._submit("delete", lambda store: store.remove_chunks(ids), lambda _n: self.reload(), "Delete chunks",
+                     changed=lambda _n: ids)
         return len(ids)
 
     def import_dialog(self, path: str | None = None) -> bool:
@@ -388,7 +388,7 @@ class LibraryDialog(LaneDialog):
             except ChunkwiseError as exc:
                 raise ChunkwiseError(f"Nothing was imported.\n\n{exc}") from None
 
-        self._submit("import", run, lambda _result: self._changed(None), "Import chunks")
+        self._submit("import", run, lambda _result: self.reload(), "Import chunks", changed=lambda _result: None)
         return True
 
     def export_dialog(self, path: str | None = None, include_pii: bool | None = None) -> bool:
@@ -496,9 +496,6 @@ class LearnedDialog(LaneDialog):
         wanted = set(ids)
         owners = sorted({chunk.id for ctx, chunk in self.rows if ctx.id in wanted})
 
-        def removed(_gone):
-            self._store_changed(owners)
-            self.reload()
-
-        self._submit("remove", lambda store: store.remove_contexts(ids), removed, "What Chunkwise learned")
+        self._submit("remove", lambda store: store.remove_contexts(ids), lambda _gone: self.reload(),
+                     "What Chunkwise learned", changed=lambda _gone: owners)
         return len(ids)

@@ -797,12 +797,12 @@ class ComposeWindow(QMainWindow, EmailActions):
             return False
         v = dialog.values()
 
-        def added(chunk_id):
-            self.request_refresh.emit([chunk_id])
+        def added(_chunk_id):
             self.statusBar().showMessage("Snippet added to your library (Tools → Your library…).", 5000)
 
         self.lane.submit(lambda store: store.add_chunk(v["text"], v["kind"], v["contexts"], label=v["label"]),
-                         added, lambda message, _locked: QMessageBox.warning(self, "Add snippet", message))
+                         added, lambda message, _locked: QMessageBox.warning(self, "Add snippet", message),
+                         changed=lambda chunk_id: self.request_refresh.emit([chunk_id]))
         return True
 
     # ------------------------------------------------------------ closing

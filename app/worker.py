@@ -104,6 +104,7 @@ class ModelWorker(QObject):
         # long job, nothing is served early (it would be made from the library as it was).
         self.changes_asked = 0              # written by the GUI thread (note_change)
         self._changes_begun = 0
+        self._stale = False                 # a store job changed the library since matching last read it
 
     # ------------------------------------------------------------ lifetime
 
@@ -229,7 +230,7 @@ class ModelWorker(QObject):
     def _serve_waiting(self) -> None:
         """Generate the newest posted request now, if it is still the one the window waits for and
         no change to what suggestions are made from is still waiting behind the job."""
-        if self._changes_begun < self.changes_asked:
+        if self._stale or self._changes_begun < self.changes_asked:
             return
         with self._waiting_lock:
             waiting, self._waiting = self._waiting, None
@@ -238,16 +239,17 @@ class ModelWorker(QObject):
 
     # ------------------------------------------------------------ store jobs (app/lane.py)
 
-    def submit(self, job_id: int, fn) -> None:
-        """Called from the GUI thread: queue *fn(store)*; it runs here, now or between a long job's steps."""
-        self._jobs.put((job_id, fn))
+    def submit(self, job_id: int, fn, writes: bool = False) -> None:
+        """Called from the GUI thread: queue *fn(store)*; it runs here, now or between a long job's steps.
+        *writes*: it changes the library, so matching is out of date until the refresh the caller sends."""
+        self._jobs.put((job_id, fn, writes))
         QMetaObject.invokeMethod(self, "run_jobs", Qt.QueuedConnection)
 
     @Slot()
     def run_jobs(self) -> None:
         while True:
             try:
-                job_id, fn = self._jobs.get_nowait()
+                job_id, fn, writes = self._jobs.get_nowait()
             except queue.Empty:
                 return
             if self.store is None or self.locked:
@@ -263,6 +265,9 @@ class ModelWorker(QObject):
                     self.job_failed.emit(job_id, f"The library could not do that: {_unexpected('library')}; "
                                                  "nothing was changed.", False)
             else:
+                # Its refresh is sent once the window hears of it: until it runs, no suggestion is
+                # answered early (a deleted entry would still be in matching).
+                self._stale = self._stale or writes
                 self.job_done.emit(job_id, result)
 
     # ------------------------------------------------------------ generation
@@ -403,6 +408,7 @@ class ModelWorker(QObject):
         """Encode new or changed contexts (progress, cancellable), then match against them: in place for
         *chunk_ids* (a library edit), or the whole library again (None)."""
         self._begin_change()
+        self._stale = False                  # (what a store job changed is read below, or the engine is gone)
         if self._stopping.is_set():
             return                           # the window is closing
         if self.engine is None:
@@ -462,6 +468,7 @@ class ModelWorker(QObject):
                           corpus_teacher=options.get("corpus_teacher", True),
                           progress=self._step("Learning from your writing", suggestions=True),
                           cancelled=self._stopped)
+            self._stale = False              # mine read the whole library again after the edits made meanwhile
             self.progress.emit("Learning from your writing", 1, 1)
             self.learned.emit({"documents": result.report.documents, "new_chunks": result.new_chunks,
                                "new_contexts": result.new_contexts, "knn_entries": result.knn_rows,

@@ -515,6 +515,55 @@ def test_a_suggestion_answered_during_a_long_job_is_not_answered_again(qtbot, ma
     assert finished == [10_000]
 
 
+def test_a_suggestion_waits_for_matching_after_a_library_edit_made_during_a_long_job(qtbot, make_window):
+    """An edit runs between two emails of the learning job, and matching follows it only when its refresh,
+    sent once the window hears of the edit, comes; a suggestion answered in the same step would still
+    bring the deleted entry.  The two calls made on the worker's thread in the order they come there.
+    Catches serving after a library write and before its refresh."""
+    w = make_window(with_pii=True)
+    finished, jobs = [], []
+    w.worker.finished.connect(lambda request_id, stats: finished.append(request_id))
+    w.worker.job_done.connect(lambda job_id, result: jobs.append(job_id))
+    with ChunkStore(w.settings.db_path) as store:
+        phone = next(c.id for c in store.list_chunks(kind="pii") if c.label == "phone")
+    request = w.settings.suggestion_request("Hi Tom,\n\nIf anything comes up, you can call me at", lifted=True)
+
+    def then_serve(store):
+        worker = w.worker
+        worker.latest = 30_000
+        worker.post(30_000, request)
+        worker._serve_waiting()                      # the same step of the learning job, after the edit
+
+    w.worker.submit(81, lambda store: store.remove_chunks([phone]), True)
+    w.worker.submit(82, then_serve)
+    qtbot.waitUntil(lambda: 82 in jobs, timeout=WAIT)
+    assert 81 in jobs and finished == []
+
+
+def test_an_entry_deleted_just_before_the_library_closes_leaves_matching(qtbot, make_window):
+    """Delete, then close the library before the worker's answer comes: matching must still follow the
+    delete, or the deleted phone number is suggested until the next start.  Catches the refresh sent
+    only from the dialog's answer, which a closed dialog drops."""
+    from chunkwise.app.library import LibraryDialog
+
+    w = make_window(with_pii=True)
+    dialog = LibraryDialog(w)
+    qtbot.addWidget(dialog)
+    qtbot.waitUntil(lambda: dialog.table.rowCount() == len(paper_profile()), timeout=WAIT)
+    place = "Hi Tom,\n\nIf anything comes up, you can call me at"
+    body = type_and_wait(qtbot, w, place)
+    assert "123-4567" in body.ghost_text                  # the entry comes here before the delete
+    row = next(r for r in range(dialog.table.rowCount()) if dialog.table.item(r, 1).text() == "phone")
+    dialog.table.selectRow(row)
+    with qtbot.waitSignal(w.worker.store_ready, timeout=WAIT):
+        assert dialog.delete_selected(confirm=False) == 1
+        dialog.done(0)                               # closed before the answer is handled
+    qtbot.keyClick(body, Qt.Key_A, Qt.ControlModifier)
+    qtbot.keyClick(body, Qt.Key_Delete)
+    type_and_wait(qtbot, w, place)
+    assert "123-4567" not in body.ghost_text and all(p.label != "phone" for p in body.pieces if p.from_chunk)
+
+
 def test_learning_from_a_bad_file_changes_nothing(qtbot, make_window, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QMessageBox
 
