@@ -221,7 +221,8 @@ class ModelWorker(QObject):
     def note_change(self, *_args) -> None:
         """Called on the GUI thread as it asks for a refresh, threshold, model or forgetting (direct
         connections); the slot doing it counts it begun (:meth:`_begin_change`)."""
-        self.changes_asked += 1
+        with self._waiting_lock:
+            self.changes_asked += 1
 
     def _begin_change(self) -> None:
         # At most as many as were asked: a slot called directly (a test) must not cover a later request.
@@ -230,9 +231,9 @@ class ModelWorker(QObject):
     def _serve_waiting(self) -> None:
         """Generate the newest posted request now, if it is still the one the window waits for and
         no change to what suggestions are made from is still waiting behind the job."""
-        if self._stale or self._changes_begun < self.changes_asked:
-            return
-        with self._waiting_lock:
+        with self._waiting_lock:        # checked with the request taken: a change asked since is seen
+            if self._stale or self._changes_begun < self.changes_asked:
+                return
             waiting, self._waiting = self._waiting, None
         if waiting is not None and waiting[0] == self.latest:
             self.generate(*waiting)

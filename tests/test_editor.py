@@ -74,6 +74,17 @@ def type_and_wait(qtbot, window, text, editor=None):
     return editor
 
 
+def worker_round_trip(qtbot, window):
+    """Wait until the model's thread has run everything queued to it before now (a store job runs after
+    the calls sent before it), and its signals sent from there were seen."""
+    done = []
+    job_id = 900_000 + len(getattr(window, "_round_trips", []))
+    window._round_trips = [*getattr(window, "_round_trips", []), job_id]
+    window.worker.job_done.connect(lambda jid, _result: done.append(jid))
+    window.worker.submit(job_id, lambda store: None)
+    qtbot.waitUntil(lambda: job_id in done, timeout=WAIT)
+
+
 @pytest.fixture(autouse=True)
 def _mark_finished(monkeypatch):
     """Record which request finished, so tests wait for the whole suggestion.  Under the method's own
@@ -486,10 +497,7 @@ def test_suggestions_keep_coming_while_chunkwise_learns(qtbot, make_window, tmp_
     qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id, timeout=WAIT)
     assert "123-4567" not in body.ghost_text and all(p.label != "phone" for p in body.pieces if p.from_chunk)
 
-    jobs = []                                        # a store job runs after every call queued before it
-    w.worker.job_done.connect(lambda job_id, result: jobs.append(job_id))
-    w.worker.submit(991, lambda store: None)
-    qtbot.waitUntil(lambda: 991 in jobs, timeout=WAIT)
+    worker_round_trip(qtbot, w)                      # every call queued before now has run
     assert finished and len(finished) == len(set(finished))
 
 
@@ -1271,7 +1279,7 @@ def test_an_entry_taken_word_by_word_teaches_once_it_is_whole_and_half_taken_tea
         body = offer(w)
         qtbot.keyClick(body, Qt.Key_Right, Qt.ControlModifier)
         assert body.toPlainText() == place + " John" and body.ghost_text.startswith(" Doe")
-        qtbot.wait(500)                              # time for a confirmation to be learned, if one were sent
+        worker_round_trip(qtbot, w)                  # a confirmation sent by now would have been learned
         assert taught() == []                        # " John": part of the entry is still to take
         if whole:
             with qtbot.waitSignal(w.worker.learned_here, timeout=WAIT) as taken:
@@ -1280,7 +1288,7 @@ def test_an_entry_taken_word_by_word_teaches_once_it_is_whole_and_half_taken_tea
             assert taken.args[0][0]["context"] == "I am writing to" and taken.args[0][0]["taken"] == "name"
         else:
             qtbot.keyClick(body, Qt.Key_Escape)      # (Esc turns the rest down there: a "dismissed" place)
-            qtbot.wait(500)
+            worker_round_trip(qtbot, w)
             assert taught() == []
 
 
