@@ -118,6 +118,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self._request_place = None
         self.alternatives = Alternatives()   # Alt+] / Alt+[ (app/alternatives.py)
         self._confirming = None              # (entry, text before it): taken from the body's readier alternative
+        self._partly_taken: set[int] = set()  # chunks of the suggestion on screen the user took words of
         self.model_ready = False
         self.locked_message = ""       # why the library could not open, while it is locked
         self.last_stats: dict = {}
@@ -459,6 +460,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self._at_line_start = before.endswith("\n")
         self.current_editor = editor
         editor.start_ghost()
+        self._partly_taken = set()
         self._request_place = (editor, editor.anchor)    # the place the request, and its alternatives, are for
         request = self.settings.suggestion_request(prompt, stop, leave_out=self.passed_over[editor].here(before),
                                                    lifted=lifted)
@@ -610,13 +612,14 @@ class ComposeWindow(QMainWindow, EmailActions):
 
     def _on_dismissed(self, editor: GhostTextEdit) -> None:
         """Esc: stop the suggestion; its first chunk is not suggested again in this sentence, and (with
-        Learn while I write) counts against the place it was offered."""
+        Learn while I write) counts against the place it was offered -- not where the user took the
+        entry's first words with Ctrl+Right (they wanted part of it; the place would hold those words)."""
         self.cancel_suggestion()
         before = editor.text_before_cursor()
         for piece in editor.last_dismissed:
             if piece.from_chunk:
                 self.passed_over[editor].add(piece.chunk_id, before)
-                if self.settings.learn_while_writing:
+                if self.settings.learn_while_writing and piece.chunk_id not in self._partly_taken:
                     self.request_dismiss.emit(piece.chunk_id, before)
                 return
             before += piece.text
@@ -670,6 +673,7 @@ class ComposeWindow(QMainWindow, EmailActions):
     def _on_accepted(self, pieces: list, editor: GhostTextEdit | None = None) -> None:
         for chunk_id in {p.chunk_id for p in pieces if p.from_chunk}:
             self.request_use.emit(chunk_id)
+            self._partly_taken.add(chunk_id)
         self._confirm_taken(pieces, editor)
         self.alternatives.clear()                 # taken: what is left belongs to this suggestion alone
         self._show_alternatives()

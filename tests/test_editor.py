@@ -1258,9 +1258,10 @@ def test_a_detail_read_too_weakly_to_insert_is_one_alt_bracket_away(qtbot, make_
 
 def test_an_entry_taken_word_by_word_teaches_once_it_is_whole_and_half_taken_teaches_nothing(qtbot, make_window):
     """Ctrl+Right over an entry from the detail alternative: taken to its last word a word at a time,
-    its phrase is learned, as Tab would teach it; after its first word and Esc, nothing is learned
-    (Esc turns the rest down there instead).  Catches learning sent at the first word taken (a
-    half-taken entry teaching its place) and never sent when the entry was taken word by word."""
+    its phrase is learned, as Tab would teach it; after its first word and Esc, nothing is learned,
+    not even a turned-down place (it would hold the word taken).  Catches learning sent at the first
+    word taken (a half-taken entry teaching its place), never sent when the entry was taken word by
+    word, and Esc on the rest storing "I am writing to John" as a place the name was turned down."""
     place = "Dear Sir or Madam,\n\nI am writing to"
 
     def offer(w):
@@ -1287,9 +1288,9 @@ def test_an_entry_taken_word_by_word_teaches_once_it_is_whole_and_half_taken_tea
             assert body.toPlainText().startswith(place + " John Doe")
             assert taken.args[0][0]["context"] == "I am writing to" and taken.args[0][0]["taken"] == "name"
         else:
-            qtbot.keyClick(body, Qt.Key_Escape)      # (Esc turns the rest down there: a "dismissed" place)
+            qtbot.keyClick(body, Qt.Key_Escape)
             worker_round_trip(qtbot, w)
-            assert taught() == []
+            assert learned == []                     # not even a turned-down place "I am writing to John"
 
 
 def test_where_nothing_is_suggested_alt_bracket_brings_the_detail(qtbot, make_window):
