@@ -91,10 +91,11 @@ class Tally:
                 f"{np.percentile(lat, 50):.0f} / {np.percentile(lat, 90):.0f}", str(self.typed_over)]
 
 
-def suggest(engine: Engine, before: str, rest: str, settings: Settings, leave_out=()):
+def suggest(engine: Engine, before: str, rest: str, settings: Settings, leave_out=(), primer_text: str = ""):
     """One suggestion at *before*, generated until it leaves *rest*: (text, the chunk id of each character
-    or None, latency, finished, chunks).  *leave_out*: chunks typed over in this sentence, as the editor sends."""
-    prompt, lifted = body_prompt(PRIMER_TEXT + before)
+    or None, latency, finished, chunks).  *leave_out*: chunks typed over in this sentence, as the editor sends;
+    *primer_text*: put before the email in the prompt (--primer)."""
+    prompt, lifted = body_prompt(primer_text + before)
     request = settings.suggestion_request(prompt, leave_out=leave_out, lifted=lifted)   # the editor's own request
     if AS_TYPED:
         request = replace(request, finish_word=False)      # --as-typed: the typed letters left as the tokenizer cut them
@@ -168,16 +169,15 @@ class EvalClock:
 
 CLOCK: EvalClock | None = None
 AS_TYPED = False            # --as-typed: no token healing (core/healing.py), as the editor asked before it
-PRIMER = 0                 # --primer N: the persona's last N sent emails before every prompt
-PRIMER_TEXT = ""
 
 
 def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = False, remember: bool = True,
-               pause_in_words: int = 0) -> Tally:
+               pause_in_words: int = 0, primer_text: str = "") -> Tally:
     """Type *email* as the editor's user would; *remember*: leave chunks typed over out for the rest of
     their sentence, as the editor does (False: as it did before, every pause asked afresh);
     *pause_in_words*: also pause after typing this many letters of a word nothing suggested (one of
-    five letters or more), and take what the suggestion there gets right (0: pauses between words only)."""
+    five letters or more), and take what the suggestion there gets right (0: pauses between words only);
+    *primer_text*: see :func:`suggest`."""
     t = Tally(chars=len(email))
     pos, ask, paused_in = 0, True, -1
     passed_over = PassedOver()          # as the editor keeps it (app/window.py): chunks typed over in this sentence
@@ -185,7 +185,8 @@ def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = F
         rest = email[pos:]
         if ask and email[:pos].strip():
             text, mask, latency, finished, chunks = suggest(engine, email[:pos], rest, settings,
-                                                            passed_over.here(email[:pos]) if remember else ())
+                                                            passed_over.here(email[:pos]) if remember else (),
+                                                            primer_text)
             if latency is not None:
                 t.latencies.append(latency)
             if text.strip():
@@ -280,10 +281,11 @@ OPTIONAL_CONFIGS = {
 
 def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
         threshold: float | None = None, remember: bool = True, chunk_clock: bool = False,
-        pause_in_words: int = 0, **overrides) -> dict[str, tuple[Tally, int]]:
+        pause_in_words: int = 0, primer_n: int = 0, **overrides) -> dict[str, tuple[Tally, int]]:
     """Each configuration over both personas' emails of *split*; stores are learned once into *tmp*.
     *overrides* change Settings fields for every configuration (``natural_end=False``); *remember*: see
-    :func:`type_email`; *chunk_clock*: time chunks shown against their decode (:class:`EvalClock`)."""
+    :func:`type_email`; *chunk_clock*: time chunks shown against their decode (:class:`EvalClock`);
+    *primer_n*: the persona's last sent emails put before every prompt (:func:`primer`)."""
     global CLOCK
     results = {}
     runtime = None
@@ -293,8 +295,7 @@ def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
             settings.threshold = threshold
         total, n = Tally(), 0
         for persona in ("mara", "teo"):
-            global PRIMER_TEXT
-            PRIMER_TEXT = primer(persona, PRIMER)
+            primer_text = primer(persona, primer_n)
             if learn is None:
                 engine = Engine(store=ChunkStore(":memory:"), n_threads=2, runtime=runtime)
             else:
@@ -306,7 +307,7 @@ def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
             for email in emails(persona, split):
                 if verbose:
                     print(f"-- {name} / {persona}: {email[:40]!r}")
-                total.add(type_email(engine, email, settings, verbose, remember, pause_in_words))
+                total.add(type_email(engine, email, settings, verbose, remember, pause_in_words, primer_text))
                 n += 1
             engine.store.close()
         results[name] = (total, n)
@@ -407,8 +408,8 @@ def main() -> None:
                     help="tried: put the persona's last N sent emails before every prompt (in-context examples)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
-    global AS_TYPED, PRIMER
-    AS_TYPED, PRIMER = args.as_typed, args.primer
+    global AS_TYPED
+    AS_TYPED = args.as_typed
     print(f"Machine: {machine()}\n")
     OUT.mkdir(exist_ok=True)
     splits = ("dev", "test") if args.split == "both" else (args.split,)
@@ -434,6 +435,7 @@ def report(split: str, tmp: Path, args) -> None:
     configs = {k: v for k, v in CONFIGS.items() if args.configs is None or k in args.configs}
     configs |= {k: v for k, v in OPTIONAL_CONFIGS.items() if args.configs and k in args.configs}
     results = run(split, configs, tmp, args.verbose, threshold=args.threshold, remember=not args.forget_typed_over,
+                  primer_n=args.primer,
                   pause_in_words=args.pause_in_words)
     print(f"\n### {split} split ({sum(n for _t, n in results.values()) // max(len(results), 1)} emails)\n")
     print(table(HEADERS, [t.row(name, n) for name, (t, n) in results.items()]))

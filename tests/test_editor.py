@@ -1,4 +1,5 @@
 """The desktop editor, offscreen, against the real default model (pytest-qt)."""
+import itertools
 import json
 import os
 import re
@@ -74,12 +75,13 @@ def type_and_wait(qtbot, window, text, editor=None):
     return editor
 
 
+_ROUND_TRIPS = itertools.count(900_000)            # job ids no lane uses
+
+
 def worker_round_trip(qtbot, window):
     """Wait until the model's thread has run everything queued to it before now (a store job runs after
     the calls sent before it), and its signals sent from there were seen."""
-    done = []
-    job_id = 900_000 + len(getattr(window, "_round_trips", []))
-    window._round_trips = [*getattr(window, "_round_trips", []), job_id]
+    done, job_id = [], next(_ROUND_TRIPS)
     window.worker.job_done.connect(lambda jid, _result: done.append(jid))
     window.worker.submit(job_id, lambda store: None)
     qtbot.waitUntil(lambda: job_id in done, timeout=WAIT)

@@ -44,6 +44,22 @@ editor_with() {         # $1: display, $2: passphrase, $3: a persona whose day-o
     window_focus
 }
 
+learn_menu_open() {     # Tools -> Learn from my writing… from the menu, as a user does: its file dialog opens.
+    xdotool key alt+t
+    sleep 1
+    xdotool key m                                   # Learn from &my writing…
+    sleep 3
+}
+
+learn_menu_choose() {   # $1: a folder; every .txt file in it chosen in the open file dialog by typing, and learned.
+    xdotool type --delay 30 "$1/"
+    xdotool key Return                              # into the folder
+    sleep 2
+    xdotool key ctrl+a                              # the name field: every file in it
+    xdotool type --delay 20 "$(cd "$1" && printf '"%s" ' *.txt)"
+    xdotool key Return
+}
+
 app_start() {           # $1: seconds to wait for the window (model loading). Sets APP.
     .venv/bin/python main.py > $T/app.log 2>&1 &
     APP=$!

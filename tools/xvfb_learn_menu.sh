@@ -7,17 +7,9 @@ editor_with 97 xvfb-learn-menu mara
 MAIL=$T/sent
 mkdir -p "$MAIL"
 cp bench/data/personas/mara/sent-*.txt "$MAIL"/
-xdotool key alt+t
-sleep 1
-xdotool key m                                   # Learn from &my writing…
-sleep 3
+learn_menu_open
 import -window root docs/img/learn-menu-dialog-xvfb.png
-xdotool type --delay 30 "$MAIL/"
-xdotool key Return                              # into the folder
-sleep 2
-xdotool key ctrl+a                              # the name field: every file in it
-xdotool type --delay 20 "$(cd "$MAIL" && printf '"%s" ' sent-*.txt)"
-xdotool key Return
+learn_menu_choose "$MAIL"
 sleep 8
 import -window root docs/img/learn-menu-progress-xvfb.png
 

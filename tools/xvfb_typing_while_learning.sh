@@ -9,16 +9,8 @@ mkdir -p "$MAIL"
 for copy in 1 2 3; do                           # 48 emails: learning lasts long enough to type during it
     for f in bench/data/personas/mara/sent-*.txt; do cp "$f" "$MAIL/$copy-$(basename "$f")"; done
 done
-xdotool key alt+t
-sleep 1
-xdotool key m                                   # Learn from &my writing…
-sleep 3
-xdotool type --delay 30 "$MAIL/"
-xdotool key Return                              # into the folder
-sleep 2
-xdotool key ctrl+a                              # the name field: every file in it
-xdotool type --delay 20 "$(cd "$MAIL" && printf '"%s" ' *.txt)"
-xdotool key Return
+learn_menu_open
+learn_menu_choose "$MAIL"
 sleep 4
 window_focus
 xdotool type --delay 60 "Hi Oskar,"
