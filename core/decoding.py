@@ -253,9 +253,11 @@ class Decoder:
         # address where "... at" was someone else's as much; tests/test_slots.py).
         self._someone_elses_here = False
         # At the cursor, a value kept out only because the model was sure of a lead-in word first
-        # (words_go_on: "reached by phone" -> " at"): (its chunk id, that word as the model writes it).
-        # Right after the model has written exactly that word (at_lead_word), that value may still come.
-        self._lead_word: tuple[int, str] | None = None
+        # (words_go_on: "reached by phone" -> " at"): (its chunk id, that word as the model writes it);
+        # or, where no value was proposed and the model's next word is a lead word (lead_word_ahead),
+        # (None, that word).  Right after the model has written exactly that word (at_lead_word), that
+        # value, or with None any of the user's values, may still come.
+        self._lead_word: tuple[int | None, str] | None = None
         self._text = ""           # prompt tail + generated text, for matching's words
         self._encoder = Encoder(rt)
         # Without chunks to match (or kNN), no hidden states: the plain path of the
@@ -444,7 +446,21 @@ class Decoder:
                 proposal = self.matcher.propose(state.hidden, state.local, self._text, typed=False, **ask)
                 if proposal is not None and (proposal.kind not in REPEATABLE_KINDS or find_details(proposal.text)):
                     return None
+        if proposal is None and self.lead_word_ahead(state.logits):
+            self._lead_word = (None, self.top_word(state.logits))     # any of the user's values may follow it
         return proposal
+
+    def lead_word_ahead(self, logits: np.ndarray) -> bool:
+        """At the cursor, where none of the user's values was proposed: the model's own next word is a
+        lead word (:data:`LEAD_WORDS`), after which one may come ("Quick intro: I'm on the product team"
+        -> " at" -> the company; the classifier read company 0.99 after " at" and below its cut before
+        it).  Not where the place was judged someone else's, and only after a word of the user's, as
+        :meth:`words_go_on`.  Past that word :meth:`value_after_lead_word` still asks that the model
+        expect no ordinary word next, and every gate of :meth:`fits_here` judges the value."""
+        if self.past_cursor() or self._lead_word is not None or self._someone_elses_here or not self.own_chunks_fit():
+            return False
+        word = self.top_word(logits)
+        return word[:1] == " " and word.strip().lower() in LEAD_WORDS and self._text.rstrip(" \t")[-1:].isalnum()
 
     def ends_naturally(self, token: int, state: _State) -> bool:
         """Before a new word: the suggestion has said a sentence, or the model doubts this word.
@@ -486,7 +502,8 @@ class Decoder:
         - where the user's text leads into it: at the cursor (LEAD_IN_WORDS), or
           at the start of a line the model breaks there, never after words the
           model made up, except the one lead-in word the model was sure of before a value proposed
-          at the cursor, and then only that value (:meth:`value_after_lead_word`);
+          at the cursor, and then only that value, or the lead word the model chose where none was
+          proposed (:meth:`lead_word_ahead`; :meth:`value_after_lead_word`);
         - a whole sentence (a snippet) starts a sentence or a clause, never the middle of one;
         - whose: not where the slot classifier reads someone else's detail about as likely
           (:attr:`Proposal.reads_as_someone_elses`), not a place's contact detail
@@ -570,11 +587,12 @@ class Decoder:
 
     def value_after_lead_word(self, proposal: Proposal, logits: np.ndarray | None) -> bool:
         """After the lead word (:data:`LEAD_WORDS`) the model was sure of where a value was first
-        proposed ("I can be reached by phone" -> " at"): only that value, and only where the model itself
+        proposed ("I can be reached by phone" -> " at"): only that value (any of the user's after a lead
+        word noted where none was proposed, :meth:`lead_word_ahead`), and only where the model itself
         now expects no ordinary word (its top next token is not a lower-case word: "As part" -> " of" ->
         " the" is prose, "by phone at" -> " " or "(" is a value).  The model wrote that word, so its own
         next token is asked as well."""
-        if proposal.chunk_id != self._lead_word[0] or logits is None:
+        if logits is None or self._lead_word[0] is not None and proposal.chunk_id != self._lead_word[0]:
             return False
         word = self.top_word(logits).strip()
         return not (word[:1].islower() and word.isalpha())

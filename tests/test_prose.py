@@ -246,3 +246,44 @@ def test_after_the_models_lead_word_only_that_value_comes(library, runtime, monk
     assert d.fits_here(value("email"), logits)                     # the value the word came before
     assert not d.fits_here(value("website"), logits)               # another value of the user's
     assert not d.fits_here(value("website", learned=True), logits)  # even one typed after these words
+
+
+def test_a_value_may_follow_the_models_lead_word_where_none_was_proposed(runtime, monkeypatch):
+    """Decoder.lead_word_ahead.  Bug caught: where the classifier was not sure enough at the cursor
+    (bench/personal.py dev: "Quick intro: I'm on the product team", company 0.27 against job title 0.31), nothing was proposed
+    there, so the model's " at" was one word of its own and no value could follow it; the suggestion was
+    " at" and then a withheld "[Company Name]".  Now the model's lead word is noted and the company,
+    read 0.99 after it, may come -- with the model expecting no ordinary word next, as after a lead word
+    noted for a value."""
+    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+    company = engine.store.add_chunk("Tidewater Studios", "pii", ["My company is", "I'm at"], label="company")
+    engine.store.add_chunk("Product Designer", "pii", ["My job title's", "My role is"], label="job title")
+    engine.refresh()
+    text = "Quick intro: I'm on the product team"       # bench/personal.py dev case p113
+
+    def logits_after(words: str) -> np.ndarray:
+        runtime.reset()
+        return np.array(runtime.sync(runtime.tokenize(words), last=1, hidden=False).logits[-1], copy=True)
+
+    try:
+        d = Decoder(runtime, engine.matcher, DecodeSettings())
+        d._text, d._prompt_chars = text, len(text)
+        assert d.top_word(logits_after(text)) == " at" and d.lead_word_ahead(logits_after(text))
+        assert not d.lead_word_ahead(logits_after("Hi Jo,\n\nThanks for the"))       # the model's next word leads nowhere
+        d._someone_elses_here = True
+        assert not d.lead_word_ahead(logits_after(text))                             # judged someone else's place
+        d = Decoder(runtime, engine.matcher, DecodeSettings())
+        d._text, d._prompt_chars = text + " at", len(text)
+        monkeypatch.setattr(d, "writer_owns_slot", lambda: True)
+        value = Proposal(company, "pii", "company", "Tidewater Studios", (), 0.99, 0.99, 1.0, someone_elses=0.0)
+        after = logits_after(text + " at")
+        assert not d.fits_here(value, after)             # the model's own word, and nothing noted before it
+        d._lead_word = (None, " at")
+        assert d.fits_here(value, after)
+        # End to end, the editor's request: the model's word, then the company as one chunk.
+        out = engine.generate(Settings().suggestion_request(text), record_use=False)
+        assert [s.chunk_id for s in out.spans][:1] == [company], out.text
+        assert out.text[: out.spans[0].start].strip() == "at", out.text
+    finally:
+        engine.store.close()
+        runtime.reset()
