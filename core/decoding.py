@@ -247,6 +247,7 @@ class Decoder:
         self._after_value: str | None = None
         self._recent_hidden: list[np.ndarray] = []
         self._used_chunks: set[int] = set()     # the user's values inserted once in this suggestion
+        self._model_wrote = False          # the model has written a letter or digit of its own in this suggestion
         self._line_break = False           # the model would break the line before the proposed chunk
         # Whose detail comes next was judged someone else's at the cursor; the spaces the model may write
         # before a word do not change that (the classifier read "The garage is located at " as the user's
@@ -384,6 +385,14 @@ class Decoder:
         token = self.sample(state)
         if self.rt.is_eog(token):
             return "eos"
+        kind = self.own_line_ahead(token, state)
+        if kind is not None:                      # "Best,\n" + "Alex": a line only the user can write
+            value = self.library_value_for(kind, state)
+            if value is not None:
+                return _Commit(*self.insert(value))
+            if not self.writing_backs(state):
+                self.stats.withheld = kind
+                return "detail"
         if self.ends_naturally(token, state):
             return "end"                          # a sentence is done, or the model is unsure of the next word
         draft, from_chunk = self.draft_after(token, proposal)    # before the token is counted: room for both
@@ -461,6 +470,41 @@ class Decoder:
             return False
         word = self.top_word(logits)
         return word[:1] == " " and word.strip().lower() in LEAD_WORDS and self._text.rstrip(" \t")[-1:].isalnum()
+
+    def own_line_ahead(self, token: int, state: _State) -> str | None:
+        """At the start of a line, where the model (*token*, its choice) begins writing a value of the
+        user's own: the kind the slot classifier reads next (ChunkMatcher.value_ahead: "Kind regards,\n"
+        -> a name, "Mara Lindqvist\n" -> a job title) where the words name nobody else; else None.
+        The model does not know that value ("Best,\n" + "Alex", "Mara Lindqvist\n" + "Sailor,"), so
+        the line comes from the library (:meth:`library_value_for`), from the user's writing
+        (:meth:`writing_backs`), or not at all: the suggestion ends before it, as before an invented
+        phone number.  A line break alone goes on; the next step asks again."""
+        if self.matcher is None or not self._chunks_on or not self._text.endswith("\n") or self._typed_left:
+            return None
+        if not self.rt.piece(token).strip() or whose.person_cue(self._text) == whose.OTHERS:
+            return None
+        return self.matcher.value_ahead(state.hidden, state.local, self._text)
+
+    def library_value_for(self, kind: str, state: _State) -> Proposal | None:
+        """The user's own value of *kind* for this line: the typed chunk the slot classifier would insert
+        here (ChunkMatcher.typed_proposal, with what this suggestion used and the request leaves out
+        excluded), if it is of that kind and a value, not a snippet sentence -- and only while
+        everything this suggestion wrote is the library's (a signature's next line, "Mara Lindqvist\n"
+        -> "Facilities Coordinator"): after a line of the model's own ("Best,") the place is its guess
+        at where the email ends, so nothing of the user's is added to it."""
+        if self._model_wrote:
+            return None
+        found = self.matcher.typed_proposal(state.hidden, state.local, self._text,
+                                            exclude=self._used_chunks | set(self.s.leave_out))
+        if found is None or self.field_of(found) != kind or is_sentence(found.text):
+            return None
+        return found
+
+    def writing_backs(self, state: _State) -> bool:
+        """The kNN-LM of the user's own writing is near this place (its weight at least half its
+        most), so the model's line here is what the user wrote before, not made up."""
+        return self.knn is not None and self.knn.settings.lam > 0 and \
+            self.knn.weight_at(state.hidden) >= 0.5 * self.knn.settings.lam
 
     def ends_naturally(self, token: int, state: _State) -> bool:
         """Before a new word: the suggestion has said a sentence, or the model doubts this word.
@@ -765,6 +809,7 @@ class Decoder:
         if self._hidden_chars:              # the user's own letters, spelled again (heal): not shown
             mine = min(self._hidden_chars, len(text))
             text, self._hidden_chars = text[mine:], self._hidden_chars - mine
+        self._model_wrote = self._model_wrote or any(ch.isalnum() for ch in text)
         if self._word_done:
             # The word the user was typing is finished ("cont" + "act"): the place where the user's own
             # chunks may go, and the model's words are counted from, is after it, as if they had typed it.

@@ -91,16 +91,20 @@ def find_details(text: str) -> list[tuple[str, int, int]]:
     return sorted(found, key=lambda f: f[1])
 
 
-SHAPE_NAMES = {"phone": "phone number", "email": "email address", "web": "web address", "address": "street address"}
+SHAPE_NAMES = {"phone": "phone number", "email": "email address", "web": "web address", "address": "street address",
+               # kinds of value the slot classifier reads at a line the model would write (Decoder.own_line_ahead)
+               "iban": "IBAN", "linkedin": "LinkedIn link", "github": "GitHub link", "website": "web address",
+               "calendar_link": "calendar link", "social_handle": "social media handle"}
 
 
 def shape_name(shape: str) -> str:
-    """A detail's shape (find_details) in words, for saying what a suggestion stopped before.
+    """A detail's shape (find_details), or the kind of value the slot classifier read, in words, for
+    saying what a suggestion stopped before.
 
-    >>> shape_name("phone"), shape_name("web")
-    ('phone number', 'web address')
+    >>> shape_name("phone"), shape_name("web"), shape_name("job_title"), shape_name("")
+    ('phone number', 'web address', 'job title', 'personal detail')
     """
-    return SHAPE_NAMES.get(shape, "personal detail")
+    return SHAPE_NAMES.get(shape, shape.replace("_", " ") or "personal detail")
 
 
 def held_from(text: str) -> int:

@@ -189,6 +189,11 @@ class KnnLM:
         labels, dist = self.index.knn_query(self.stats.transform(hidden), k=k, num_threads=1)
         return labels[0].astype(np.int64), dist[0].astype(np.float64)
 
+    def weight_at(self, hidden: np.ndarray) -> float:
+        """lambda' at the state *hidden* (d,): how much the user's own writing speaks here."""
+        _labels, dist = self.neighbours(hidden)
+        return self.settings.weight(float(dist.min())) if dist.size else 0.0
+
     def distribution(self, p_lm: np.ndarray, hidden: np.ndarray) -> np.ndarray:
         """The mixed next-token distribution (V,) given the model's (V,) and its state (d,)."""
         labels, dist = self.neighbours(hidden)

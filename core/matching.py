@@ -40,7 +40,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from .encoding import BACKGROUND_FILE, ModelStats
-from .slots import THIRD_PARTY, SlotClassifier, label_fields
+from .slots import NONE, SENTENCE_KINDS, THIRD_PARTY, SlotClassifier, label_fields
 from .matching_state import MatchingState
 from .text import at_line_start, current_sentence, is_sentence, lead_in, words
 
@@ -324,6 +324,22 @@ class ChunkMatcher(MatchingState):
         classes = self.slots.classes
         others = float(probs[classes.index(THIRD_PARTY)]) if THIRD_PARTY in classes else 0.0
         return dict(zip(self._typed_ids.tolist(), scores.tolist())), others
+
+    def value_ahead(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str) -> str | None:
+        """The kind of value of the writer's own that the slot classifier reads as the next thing
+        ("Best,\n" -> "name"), as sure as a typed chunk must be (:attr:`type_cutoff`), whether or not the
+        library holds one; None where it reads ordinary text, someone else's detail about as much
+        (:func:`someone_elses_here`), or a kind of snippet sentence (slots.SENTENCE_KINDS)."""
+        if self.slots is None:
+            return None
+        probs = self.slots.predict_one(self.whiten(hidden, hidden_local), text)     # (classes,)
+        classes = self.slots.classes
+        top = int(np.argmax(probs))
+        kind, p = classes[top], float(probs[top])
+        others = float(probs[classes.index(THIRD_PARTY)]) if THIRD_PARTY in classes else 0.0
+        if kind in (NONE, THIRD_PARTY) or kind in SENTENCE_KINDS or p < self.type_cutoff or someone_elses_here(p, others):
+            return None
+        return kind
 
     @property
     def type_cutoff(self) -> float:

@@ -50,6 +50,9 @@ TRAINING_FILE = BACKGROUND_FILE.parent / "slot_training.json"
 TRAINING_FILES = (TRAINING_FILE, *(BACKGROUND_FILE.parent / f"slot_training_{i}.json" for i in range(2, 8)))
 SLOTS_VERSION = 1
 NONE, THIRD_PARTY = "none", "third_party"
+# The kinds of snippet sentence (slot_training_4.json, slot_training_7.json): what comes there is a
+# sentence the model may well write itself, not a value only the user knows.
+SENTENCE_KINDS = frozenset({"availability", "closing_line", "introduction", "directions"})
 PACK_TOKENS = 448        # training fragments are packed into passes of about this many tokens
 L2 = 1e-4                # weight decay of the logistic regression
 EPOCHS = 800

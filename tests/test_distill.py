@@ -16,6 +16,7 @@ from chunkwise.core.errors import ChunkwiseError
 from chunkwise.core.matching import DEFAULT_THRESHOLD
 from chunkwise.core.learning import mine
 from chunkwise.core.perplexity import perplexity_of
+from chunkwise.core.settings import Settings
 from chunkwise.core.tuning import tune_threshold
 
 EMAILS = [
@@ -357,3 +358,19 @@ def test_predicting_from_writing_before_anything_is_learned_is_plain_and_says_so
     mine(engine, [Document(f"e{i}", t) for i, t in enumerate(EMAILS)], gamma=0.5, knn=True)
     learned = engine.generate(GenerationRequest(**ask, knn=True), record_use=False)
     assert not learned.notices
+
+
+def test_a_signature_the_users_own_mail_backs_is_not_stopped(mined):
+    """Decoder.writing_backs.  Where the slot classifier reads the user's name next and the library has
+    none, the model's line is stopped as made up -- but not where the kNN-LM of their own mail is near:
+    there "Dana" is what they signed before.  Bug caught: the learned signature was stopped with the
+    made-up ones (bench/keystrokes.py dev, learned store: "Facilities Coordinator, Nordhavn Properties"
+    withheld as a made-up job title)."""
+    engine, _ = mined
+    out = engine.generate(Settings().suggestion_request(
+        "Hi Jo,\n\nThe meeting is moved to Friday.\n\nBest regards,\n"), record_use=False)
+    assert out.text.strip() == "Dana" and not out.stats.withheld, (out.text, out.stats.withheld)
+    settings = Settings(knn_enabled=False)         # "Also predict from my writing" off: the line is the model's guess
+    out = engine.generate(settings.suggestion_request(
+        "Hi Jo,\n\nThe meeting is moved to Friday.\n\nBest regards,\n"), record_use=False)
+    assert out.stats.withheld == "name" and not any(ch.isalpha() for ch in out.text), out.text
