@@ -248,6 +248,7 @@ class Decoder:
         self._recent_hidden: list[np.ndarray] = []
         self._used_chunks: set[int] = set()     # the user's values inserted once in this suggestion
         self._model_wrote = False          # the model has written a letter or digit of its own in this suggestion
+        self._line_kind: str | None = None  # own_line_ahead's reading before the blank lines written since
         self._line_break = False           # the model would break the line before the proposed chunk
         # Whose detail comes next was judged someone else's at the cursor; the spaces the model may write
         # before a word do not change that (the classifier read "The garage is located at " as the user's
@@ -481,9 +482,13 @@ class Decoder:
         phone number.  A line break alone goes on; the next step asks again."""
         if self.matcher is None or not self._chunks_on or not self._text.endswith("\n") or self._typed_left:
             return None
-        if not self.rt.piece(token).strip() or whose.person_cue(self._text) == whose.OTHERS:
+        if whose.person_cue(self._text) == whose.OTHERS:
             return None
-        return self.matcher.value_ahead(state.hidden, state.local, self._text)
+        kind = self.matcher.value_ahead(state.hidden, state.local, self._text) or self._line_kind
+        if not self.rt.piece(token).strip():
+            self._line_kind = kind                # a blank line first ("Kind regards,\n" + "\n"): the value
+            return None                           # still comes below it, where the reading may fade
+        return kind
 
     def library_value_for(self, kind: str, state: _State) -> Proposal | None:
         """The user's own value of *kind* for this line: the typed chunk the slot classifier would insert
@@ -707,6 +712,7 @@ class Decoder:
         tokens = self._continuation_tokens(proposal)
         if proposal.kind not in REPEATABLE_KINDS:
             self._used_chunks.add(proposal.chunk_id)
+        self._line_kind = None
         self.stats.chunks += 1
         self.stats.chunk_tokens += len(tokens)
         self.stats.tokens += len(tokens)
@@ -810,6 +816,8 @@ class Decoder:
             mine = min(self._hidden_chars, len(text))
             text, self._hidden_chars = text[mine:], self._hidden_chars - mine
         self._model_wrote = self._model_wrote or any(ch.isalnum() for ch in text)
+        if text.strip():
+            self._line_kind = None
         if self._word_done:
             # The word the user was typing is finished ("cont" + "act"): the place where the user's own
             # chunks may go, and the model's words are counted from, is after it, as if they had typed it.

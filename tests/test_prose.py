@@ -316,12 +316,15 @@ def test_no_made_up_name_after_a_sign_off(signature_library):
     "John", "Kind regards,\\n" its "Dr. Michael K." -- a name the user would have to notice and delete,
     as an invented phone number would be.  Now the suggestion stops before the line and says what it
     stopped before; with a name in the library the name still comes there."""
-    engine, _ids = signature_library("email")
-    for signoff in ("Cheers,\n", "Kind regards,\n", "Best,\n"):
-        out = engine.generate(Settings().suggestion_request(
-            "Hi Sam,\n\nThe boiler in block C is fixed.\n\n" + signoff), record_use=False)
-        assert not any(ch.isalpha() for ch in out.text), (signoff, out.text)
-        assert out.stats.withheld == "name", (signoff, out.stats.withheld)
+    engine, _ids = signature_library("email", "job_title")
+    for text in ("Hi Sam,\n\nThe boiler in block C is fixed.\n\nCheers,\n",
+                 "Hi Sam,\n\nThe boiler in block C is fixed.\n\nKind regards,\n",
+                 "Hi Sam,\n\nThe boiler in block C is fixed.\n\nBest,\n",
+                 # the model leaves a blank line first, where the classifier's reading fades: "\nLiam" before
+                 "Hi Nina,\n\nThe new page is live. Let me know what you think!\n\nCheers,\n"):
+        out = engine.generate(Settings().suggestion_request(text), record_use=False)
+        assert not any(ch.isalpha() for ch in out.text), (text, out.text)
+        assert out.stats.withheld == "name", (text, out.stats.withheld)
     engine, ids = signature_library("name", "email")
     out = engine.generate(Settings().suggestion_request("Hi Sam,\n\nThe boiler in block C is fixed.\n\nCheers,\n"),
                           record_use=False)
