@@ -1185,6 +1185,24 @@ def test_esc_keeps_a_chunk_out_of_the_rest_of_the_sentence_even_without_learning
         assert store.learned_contexts() == []                   # nothing stored: learning is off
 
 
+def test_the_status_bar_says_when_a_suggestion_stopped_before_a_made_up_name(qtbot, make_window, tmp_path):
+    """Bug caught: with no name in the library, "Cheers," and Enter got the model's "Liam" as ghost text,
+    ready for Tab (Decoder.own_line_ahead now stops there); the status bar says why."""
+    db = tmp_path / "no-name.db"
+    with ChunkStore(db) as store:
+        for field, entry in paper_profile().items():
+            if field != "name":
+                store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
+    w = make_window(db=db)
+    body = w.body_edit
+    body.setFocus()
+    type_text(qtbot, body, "Hi Nina,\n\nThe new page is live. Let me know what you think!\n\nCheers,\n")
+    qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id != 0, timeout=WAIT)
+    assert w.last_stats["withheld"] == "name"
+    assert w.stats_label.text() == "Stopped before a made-up name"
+    assert not any(ch.isalpha() for p in body.pieces for ch in p.text)      # no name on screen to take
+
+
 def test_the_status_bar_says_when_a_suggestion_stopped_before_a_made_up_detail(qtbot, make_window):
     """Bug caught: with no phone number in the library, the suggestion just ended before "ring me at",
     and nothing said why."""
