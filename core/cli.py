@@ -230,7 +230,7 @@ def cmd_generate(args) -> int:
               f"{s.chunks} chunk(s) = {s.chunk_tokens} tokens]", file=sys.stderr)
         if s.withheld:
             name = shape_name(s.withheld)
-            article = "an" if name[0] in "aeiou" else "a"
+            article = "an" if name[0].lower() in "aeiou" else "a"
             print(f"chunkwise: note: stopped before {article} {name} the model would have made up; your own "
                   "come from the chunk store (chunkwise chunks add --kind pii ...).", file=sys.stderr)
     for chunk_id in {sp.chunk_id for sp in completion.spans}:

@@ -32,7 +32,7 @@ from .drafting import DraftLength, NGramDrafter
 from .healing import vocabulary
 from .encoding import Encoder, local_mean, local_rows, local_tail
 from .llama_runtime import LlamaRuntime, Outputs
-from .knn import KnnLM
+from .knn import NEAR, KnnLM
 from .matching import REPEATABLE_KINDS, ChunkMatcher, Proposal
 from .sampling import Sampler, StopMatcher, Utf8Stream
 from . import whose
@@ -136,7 +136,9 @@ class Stats:
     kv_tokens_kept: int = 0    # tokens whose keys and values the cache keeps at the end (anchor reduction drops some)
     kv_positions: int = 0      # positions evaluated (what a full cache would hold)
     withheld: str = ""         # the detail the suggestion stopped before, which the model would have made up:
-                               # "phone", "email", "web" or "address" (core/details.py); "" if none
+                               # "phone", "email", "web" or "address" (core/details.py), or the kind of value
+                               # the slot classifier read at a line only the user can write ("name",
+                               # Decoder.own_line_ahead); "" if none
 
     @property
     def passes_saved(self) -> int:
@@ -386,16 +388,16 @@ class Decoder:
         token = self.sample(state)
         if self.rt.is_eog(token):
             return "eos"
-        kind = self.own_line_ahead(token, state)
-        if kind is not None:                      # "Best,\n" + "Alex": a line only the user can write
-            value = self.library_value_for(kind, state)
-            if value is not None:
-                return _Commit(*self.insert(value))
-            if not self.writing_backs(state):
-                self.stats.withheld = kind
-                return "detail"
+        kind = self.own_line_ahead(token, state)         # "Best,\n" + "Alex": a line only the user can write
+        value = self.library_value_for(kind, state) if kind is not None else None
+        if value is not None:
+            self._line_break = False                      # the line has begun already
+            return _Commit(*self.insert(value))
         if self.ends_naturally(token, state):
             return "end"                          # a sentence is done, or the model is unsure of the next word
+        if kind is not None and not self.writing_backs(state):
+            self.stats.withheld = kind
+            return "detail"
         draft, from_chunk = self.draft_after(token, proposal)    # before the token is counted: room for both
         return _Commit([token], self.piece_for([token]), draft, from_chunk)
 
@@ -441,6 +443,7 @@ class Decoder:
                    model_choice=choice, gate_mined=state.mixed,
                    word_start=not inside_word(self._text, self.rt.piece(choice)), own=self.own_chunks_fit())
         proposal = self.matcher.propose(state.hidden, state.local, self._text, **ask)
+        proposed = proposal is not None          # anything, even if the gates below turn it away
         # Where the model would break the line ("Kind regards," then the name), the chunk starts a line.
         # Not after the model's lead word: "reach me by email at" + a new line + the address reads badly.
         self._line_break = (proposal is not None and self.rt.piece(choice) == b"\n"
@@ -456,7 +459,7 @@ class Decoder:
                 proposal = self.matcher.propose(state.hidden, state.local, self._text, typed=False, **ask)
                 if proposal is not None and (proposal.kind not in REPEATABLE_KINDS or find_details(proposal.text)):
                     return None
-        if proposal is None and self.lead_word_ahead(state.logits):
+        if not proposed and self.lead_word_ahead(state.logits):
             self._lead_word = (None, self.top_word(state.logits))     # any of the user's values may follow it
         return proposal
 
@@ -480,7 +483,7 @@ class Decoder:
         the line comes from the library (:meth:`library_value_for`), from the user's writing
         (:meth:`writing_backs`), or not at all: the suggestion ends before it, as before an invented
         phone number.  A line break alone goes on; the next step asks again."""
-        if self.matcher is None or not self._chunks_on or not self._text.endswith("\n") or self._typed_left:
+        if self.matcher is None or not self._chunks_on or not self._text.rstrip(" \t").endswith("\n") or self._typed_left:
             return None
         if whose.person_cue(self._text) == whose.OTHERS:
             return None
@@ -497,19 +500,24 @@ class Decoder:
         everything this suggestion wrote is the library's (a signature's next line, "Mara Lindqvist\n"
         -> "Facilities Coordinator"): after a line of the model's own ("Best,") the place is its guess
         at where the email ends, so nothing of the user's is added to it."""
-        if self._model_wrote:
-            return None
+        if self._model_wrote or self._someone_elses_here or self.s.first_rank is not None:
+            return None                   # (an alternative starts with the model's own words: propose says why)
         found = self.matcher.typed_proposal(state.hidden, state.local, self._text,
                                             exclude=self._used_chunks | set(self.s.leave_out))
         if found is None or self.field_of(found) != kind or is_sentence(found.text):
             return None
+        # The gates a value at the cursor passes, as far as they apply to a line of its own (fits_here).
+        if found.reads_as_someone_elses or self.begun_by_hand(found) or not self.accept(found):
+            return None
+        if not self.writer_owns_slot():
+            self._someone_elses_here = True
+            return None
         return found
 
     def writing_backs(self, state: _State) -> bool:
-        """The kNN-LM of the user's own writing is near this place (its weight at least half its
-        most), so the model's line here is what the user wrote before, not made up."""
-        return self.knn is not None and self.knn.settings.lam > 0 and \
-            self.knn.weight_at(state.hidden) >= 0.5 * self.knn.settings.lam
+        """The kNN-LM of the user's own writing is near this place (``knn.NEAR``) and weighs in, so the
+        model's line here is what the user wrote before, not made up."""
+        return self.knn is not None and self.knn.settings.lam > 0 and self.knn.nearest(state.hidden) <= NEAR
 
     def ends_naturally(self, token: int, state: _State) -> bool:
         """Before a new word: the suggestion has said a sentence, or the model doubts this word.

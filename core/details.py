@@ -17,6 +17,8 @@ hold for any phrasing.
 (['address'], [])
 >>> find_details("Write to [email\xa0protected] or call [phone number].")
 [('email', 9, 26), ('phone', 35, 49)]
+>>> [shape for shape, _s, _e in find_details("[Cell Phone], [Your Work Email], [Mobile Phone Number]")]
+['phone', 'email', 'phone']
 """
 from __future__ import annotations
 
@@ -28,12 +30,14 @@ _EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
 # A stand-in where the detail goes: the web pages small models learn from print "[email protected]" for
 # every address a CDN hid, and templates "[phone number]", "[email_address]" or "[address]".  Tab would put that in the email,
 # so it counts as the detail it stands for (the model wrote it where the user's own belongs).
-# Web stand-ins also name a profile: "[Your LinkedIn Profile URL]", "[GitHub username]", "[Link to your portfolio]".
-_STAND_IN = re.compile(r"\[\s*(?:link[\s_]+to[\s_]+)?(?:your[\s_]+|my[\s_]+)?(?:(?P<email>e-?mail)"
+# Web stand-ins also name a profile: "[Your LinkedIn Profile URL]", "[GitHub username]", "[Link to your portfolio]";
+# phone and email ones a kind: "[Cell Phone]", "[Your Work Email]".
+_STAND_IN = re.compile(r"\[\s*(?:link[\s_]+to[\s_]+)?(?:your[\s_]+|my[\s_]+)?(?:(?:work|personal|business|office)[\s_]+)?"
+                       r"(?:(?P<email>e-?mail)"
                        r"|(?P<phone>phone|mobile|telephone|cell)"
                        r"|(?P<web>website|web\s?site|url|linked\s?in|github|portfolio|twitter)"
                        r"|(?P<address>(?:postal[\s_]+|street[\s_]+|home[\s_]+)?address))"
-                       r"(?:[\s_]+(?:address|number|protected|url|link|profile|page|handle|username|website)){0,2}"
+                       r"(?:[\s_]+(?:address|number|protected|url|link|profile|page|handle|username|website|phone)){0,2}"
                        r"\s*\]", re.IGNORECASE)
 _URL = re.compile(r"(?:https?://|www\.)[^\s,;]+|\b[\w\-]+(?:\.[\w\-]+)*\.(?:com|org|net|io|dev|de|uk|fr|eu)"
                   r"(?:/[^\s,;]*)?", re.IGNORECASE)

@@ -28,6 +28,8 @@ from chunkwise.core.engine import GenerationRequest
     ("I am [Your GitHub username] there", "web"),
     ("See [Portfolio Website] and", "web"),
     ("Samples: [Link to your portfolio]", "web"),
+    ("Text me on [Cell Phone] tonight", "phone"),
+    ("Reply to [Your Work Email] please", "email"),
 ])
 def test_shapes_are_found(text, shape):
     assert [s for s, _, _ in find_details(text)] == [shape]

@@ -370,6 +370,7 @@ def test_a_signature_the_users_own_mail_backs_is_not_stopped(mined):
     out = engine.generate(Settings().suggestion_request(
         "Hi Jo,\n\nThe meeting is moved to Friday.\n\nBest regards,\n"), record_use=False)
     assert out.text.strip() == "Dana" and not out.stats.withheld, (out.text, out.stats.withheld)
+    assert not out.spans                             # the model's own line, mixed with the mail: not a mined chunk
     settings = Settings(knn_enabled=False)         # "Also predict from my writing" off: the line is the model's guess
     out = engine.generate(settings.suggestion_request(
         "Hi Jo,\n\nThe meeting is moved to Friday.\n\nBest regards,\n"), record_use=False)

@@ -71,6 +71,9 @@ class _Recorder:
     def value_begun(self, text, exclude=()):
         return None                     # none of the user's values begun: the decoder goes on to propose
 
+    def value_ahead(self, hidden, local, text):
+        return None                     # no line only the user can write
+
 
 @pytest.mark.parametrize("window", WINDOWS)
 @pytest.mark.parametrize("draft", [False, True])

@@ -350,3 +350,7 @@ def test_a_signature_line_comes_from_the_library_only_after_library_text(signatu
     assert d.library_value_for("job_title", state).chunk_id == ids["job_title"]
     d._model_wrote = True
     assert d.library_value_for("job_title", state) is None
+    # End to end: the model signs off itself ("Best,"); its guess gets no name of the user's, and no made-up one.
+    out = engine.generate(Settings().suggestion_request(
+        "Hi Oskar,\n\nThe side gate is open from 8am. Let me know if you have any questions.\n"), record_use=False)
+    assert out.text.strip() == "Best," and not out.spans and out.stats.withheld == "name", out.text
