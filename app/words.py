@@ -39,5 +39,5 @@ def withheld_line(shape: str) -> str:
     return f"Stopped before a made-up {shape_name(shape)}"
 
 
-WITHHELD_HINT = ("Chunkwise never shows a phone number, email, address or signature line (a name, a job title) "
-                 "the model makes up; yours come from the library.\n")
+WITHHELD_HINT = ("Chunkwise stops before a phone number, email or address the model makes up, and before a "
+                 "name or other detail of yours it would write on a line of its own; yours come from the library.\n")

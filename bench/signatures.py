@@ -8,13 +8,16 @@ on the body framing) is run to its end, for three stores:
   library, no name   the same without the name entry: a user who has not added their name yet
   learned            the library plus Tools -> Learn from my writing on their 16 sent emails
 
-Each line of a suggestion that follows a sign-off line (a line of at most three words ending in ",":
-"Kind regards,", "Cheers,") is sorted by where it came from:
+Each line of a suggestion in a signature block -- the lines after a sign-off line (a line of at most
+three words ending in ",": "Kind regards,", "Cheers,"), up to the next blank line -- is sorted by
+where it came from:
 
 * chunk: it starts with a chunk, one of the user's library values or a phrase learned from their mail;
-* as written: the model wrote it, and it is the email's own line there (a name the kNN-LM of the
+* the email's: the model wrote it, and it is the email's own line there (a name the kNN-LM of the
   user's mail gave back, say);
-* made up: the model wrote it, and the email says something else ("Best,\\nAlex");
+* not the email's: the model wrote it, and the email says something else: a name it made up
+  ("Best,\\nAlex"), or a line of the user's own that does not belong in this email (the work
+  signature under "Love,");
 
 and a suggestion that stopped before such a line (Decoder.own_line_ahead: ``stats.withheld`` is a
 kind of value, not the shape of an invented number) is counted as *stopped*.
@@ -49,19 +52,23 @@ def signature_lines(before: str, pieces, email: str) -> list[tuple[str, str]]:
     source = [None] * len(before)
     for p in pieces:
         source += [p.source] * len(p.text)
-    out, start, above = [], 0, ""
+    out, start, block, judged = [], 0, False, False
     for line in text.split("\n"):
         end = start + len(line)
-        if end > len(before) and line.strip() and SIGN_OFF.match(above) and len(above.split()) <= 3:
-            own = source[max(start, len(before)):end]
-            if own and own[0] == "chunk":
-                out.append(("chunk", line))
-            elif email[start:end] == line and email[end:end + 1] in ("", "\n"):
-                out.append(("as written", line))
-            else:
-                out.append(("made up", line))
-        if line.strip():
-            above = line.strip()                     # the nearest line above with text: blank lines between count not
+        if not line.strip():
+            block = block and not judged             # blank lines between the sign-off and the name, not after it
+        elif block:
+            judged = True
+            if end > len(before):                    # a line (or the rest of one) the suggestion wrote
+                own = source[max(start, len(before)):end]
+                if own and own[0] == "chunk":
+                    out.append(("chunk", line))
+                elif email[start:end] == line and email[end:end + 1] in ("", "\n"):
+                    out.append(("the email's", line))
+                else:
+                    out.append(("not the email's", line))
+        elif SIGN_OFF.match(line.strip()) and len(line.split()) <= 3:
+            block, judged = True, False
         start = end + 1
     return out
 
@@ -83,7 +90,7 @@ def run(split: str, verbose: bool) -> list[list]:
     with tempfile.TemporaryDirectory() as tmp:
         runtime = None
         for config in ("library", "library, no name", "learned"):
-            counts = {"places": 0, "chunk": 0, "as written": 0, "made up": 0, "stopped": 0}
+            counts = {"places": 0, "chunk": 0, "the email's": 0, "not the email's": 0, "stopped": 0}
             for persona in ("mara", "teo"):
                 engine = (no_name_engine(Path(tmp), persona, runtime) if config == "library, no name"
                           else learned_engine(Path(tmp), persona, runtime, learn=config == "learned"))
@@ -105,7 +112,7 @@ def run(split: str, verbose: bool) -> list[list]:
                             print(f"  {config} | {persona}: {before[-40:]!r} -> {out.text!r} {found} "
                                   f"{'(stopped before a ' + withheld + ')' if withheld else ''}", flush=True)
                 engine.store.close()
-            rows.append([config, counts["places"], counts["chunk"], counts["as written"], counts["made up"],
+            rows.append([config, counts["places"], counts["chunk"], counts["the email's"], counts["not the email's"],
                          counts["stopped"]])
         if runtime is not None:
             runtime.close()
@@ -119,9 +126,9 @@ def main() -> None:
     args = ap.parse_args()
     print(f"Machine: {machine()}\n")
     rows = run(args.split, args.verbose)
-    print(f"\n### {args.split}: lines below a sign-off in the editor's suggestions\n")
-    print(table(["store", "places asked", "a chunk (library or learned)", "the model's, as the email has it",
-                 "the model's, made up", "stopped before one"], rows))
+    print(f"\n### {args.split}: signature lines (below a sign-off) in the editor's suggestions\n")
+    print(table(["store", "places asked", "a chunk (library or learned)", "the model's, the email's line",
+                 "the model's, not the email's", "stopped before one"], rows))
 
 
 if __name__ == "__main__":
