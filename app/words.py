@@ -39,5 +39,5 @@ def withheld_line(shape: str) -> str:
     return f"Stopped before a made-up {shape_name(shape)}"
 
 
-WITHHELD_HINT = ("Chunkwise stops before a phone number, email or address the model makes up, and before a "
+WITHHELD_HINT = ("Chunkwise stops before a phone number, email, web or street address the model makes up, and before a "
                  "name or other detail of yours it would write on a line of its own; yours come from the library.\n")

@@ -19,8 +19,9 @@ where it came from:
   ("Best,\\nAlex"), or a line of the user's own that does not belong in this email (the work
   signature under "Love,");
 
-and a suggestion that stopped before such a line (Decoder.own_line_ahead: ``stats.withheld`` is a
-kind of value, not the shape of an invented number) is counted as *stopped*.
+and a suggestion that stopped before a line only the user can write (Decoder.own_line_ahead:
+``stats.withheld`` is a kind of value, not the shape of an invented number) is counted as *stopped*,
+in a signature block or not (after "Thanks in advance for your help.\n" too).
 
     python bench/signatures.py --split dev -v
 """

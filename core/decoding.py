@@ -464,8 +464,8 @@ class Decoder:
         return proposal
 
     def lead_word_ahead(self, logits: np.ndarray) -> bool:
-        """At the cursor, where none of the user's values was proposed: the model's own next word is a
-        lead word (:data:`LEAD_WORDS`), after which one may come ("Quick intro: I'm on the product team"
+        """At the cursor, where nothing at all was proposed (no value of the user's, no mined phrase), and
+        the model's own next word is a lead word (:data:`LEAD_WORDS`), after which one may come ("Quick intro: I'm on the product team"
         -> " at" -> the company; the classifier read company 0.99 after " at" and below its cut before
         it).  Not where the place was judged someone else's, and only after a word of the user's, as
         :meth:`words_go_on`.  Past that word :meth:`value_after_lead_word` still asks that the model
@@ -509,6 +509,8 @@ class Decoder:
         # The gates a value at the cursor passes, as far as they apply to a line of its own (fits_here).
         if found.reads_as_someone_elses or self.begun_by_hand(found) or not self.accept(found):
             return None
+        # The writer probe decodes: keep this step's logits (maybe a view into llama.cpp's buffer) first.
+        state.logits = np.array(state.logits, copy=True)
         if not self.writer_owns_slot():
             self._someone_elses_here = True
             return None
