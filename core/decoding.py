@@ -465,8 +465,8 @@ class Decoder:
 
     def lead_word_ahead(self, logits: np.ndarray) -> bool:
         """At the cursor, where nothing at all was proposed (no value of the user's, no mined phrase), and
-        the model's own next word is a lead word (:data:`LEAD_WORDS`), after which one may come ("Quick intro: I'm on the product team"
-        -> " at" -> the company; the classifier read company 0.99 after " at" and below its cut before
+        the model's own next word is a lead word (:data:`LEAD_WORDS`), after which one may come ("Quick
+        intro: I'm on the product team" -> " at" -> the company; the classifier read company 0.99 after " at" and below its cut before
         it).  Not where the place was judged someone else's, and only after a word of the user's, as
         :meth:`words_go_on`.  Past that word :meth:`value_after_lead_word` still asks that the model
         expect no ordinary word next, and every gate of :meth:`fits_here` judges the value."""

@@ -321,9 +321,12 @@ class ChunkMatcher(MatchingState):
         rows = self.whiten(hidden, hidden_local) if whitened is None else whitened()         # (2, d)
         probs = self.slots.predict_one(rows, text)                               # (classes,)
         scores = self._types @ probs[: len(self.slots.fields)]                   # (n typed,)
+        return dict(zip(self._typed_ids.tolist(), scores.tolist())), self._someone_elses(probs)
+
+    def _someone_elses(self, probs: np.ndarray) -> float:
+        """The slot classifier's someone-else's reading (its third-party class) in *probs* (classes,)."""
         classes = self.slots.classes
-        others = float(probs[classes.index(THIRD_PARTY)]) if THIRD_PARTY in classes else 0.0
-        return dict(zip(self._typed_ids.tolist(), scores.tolist())), others
+        return float(probs[classes.index(THIRD_PARTY)]) if THIRD_PARTY in classes else 0.0
 
     def value_ahead(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str) -> str | None:
         """The kind of value of the writer's own that the slot classifier reads as the next thing
@@ -333,11 +336,10 @@ class ChunkMatcher(MatchingState):
         if self.slots is None:
             return None
         probs = self.slots.predict_one(self.whiten(hidden, hidden_local), text)     # (classes,)
-        classes = self.slots.classes
         top = int(np.argmax(probs))
-        kind, p = classes[top], float(probs[top])
-        others = float(probs[classes.index(THIRD_PARTY)]) if THIRD_PARTY in classes else 0.0
-        if kind in (NONE, THIRD_PARTY) or kind in SENTENCE_KINDS or p < self.type_cutoff or someone_elses_here(p, others):
+        kind, p = self.slots.classes[top], float(probs[top])
+        if (kind in (NONE, THIRD_PARTY) or kind in SENTENCE_KINDS or p < self.type_cutoff
+                or someone_elses_here(p, self._someone_elses(probs))):
             return None
         return kind
 
