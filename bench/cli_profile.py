@@ -10,9 +10,12 @@ store, and judges each case as ``bench/personal.py`` does.
 
 Cases (``bench/data/paper/cases.json``): written by a helper who saw no project data, for a user
 who writes both as himself and for his small business ("our", "we"); frozen before the first run
-and never tuned on.
+and never tuned on.  A second set (``bench/data/paper/dev_cases.json``, ``--cases dev``) was written
+later the same way, by a helper who saw no project code or data, to tune on: 120 positives (20 a
+field), 45 hard negatives, 30 neutral openings.
 
-    python bench/cli_profile.py          # -v prints each case and its continuation
+    python bench/cli_profile.py              # the frozen set; -v prints each case and its continuation
+    python bench/cli_profile.py --cases dev  # the set to tune on
 """
 from __future__ import annotations
 
@@ -29,14 +32,15 @@ from chunkwise.core import ChunkStore, Engine  # noqa: E402
 from chunkwise.core.cli import build_parser, generation_request  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ROOT / "bench" / "data" / "paper" / "cases.json"
+CASES = {"frozen": ROOT / "bench" / "data" / "paper" / "cases.json",
+         "dev": ROOT / "bench" / "data" / "paper" / "dev_cases.json"}
 PROFILE = ROOT / "tests" / "data" / "pii_profile_paper.json"
 FIELDS = ("name", "phone", "email", "address", "website", "github")
 
 
-def evaluate(verbose: bool = False) -> list[dict]:
+def evaluate(verbose: bool = False, which: str = "frozen") -> list[dict]:
     profile = json.loads(PROFILE.read_text(encoding="utf-8"))
-    cases = json.loads(CASES.read_text(encoding="utf-8"))["cases"]
+    cases = json.loads(CASES[which].read_text(encoding="utf-8"))["cases"]
     engine = Engine(store=ChunkStore(":memory:"), n_threads=2)
     field_of = {engine.store.add_chunk(profile[f]["value"], "pii", profile[f]["contexts"][:4], label=f): f
                 for f in FIELDS}
@@ -60,11 +64,14 @@ def evaluate(verbose: bool = False) -> list[dict]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--cases", choices=sorted(CASES), default="frozen",
+                    help="frozen: the set never tuned on; dev: the set written to tune on")
     args = ap.parse_args()
-    verdicts = evaluate(args.verbose)
+    verdicts = evaluate(args.verbose, args.cases)
     print(f"Machine: {machine()}")
-    print("The paper's profile (four contexts a field), `chunkwise generate TEXT --max-tokens 24` for each case\n")
-    print(report("paper profile, CLI", summarise(verdicts)))
+    print(f"The paper's profile (four contexts a field), `chunkwise generate TEXT --max-tokens 24` for each case "
+          f"of the {args.cases} set\n")
+    print(report(f"paper profile, CLI, {args.cases}", summarise(verdicts)))
 
 
 if __name__ == "__main__":
