@@ -478,15 +478,16 @@ class Decoder:
     def own_line_ahead(self, token: int, state: _State) -> str | None:
         """At the start of a line, where the model (*token*, its choice) begins writing a value of the
         user's own: the kind the slot classifier reads next (ChunkMatcher.value_ahead: "Kind regards,\n"
-        -> a name, "Mara Lindqvist\n" -> a job title) where the words name nobody else; else None.
+        -> a name, "Mara Lindqvist\n" -> a job title) where the words name nobody else and the line above
+        is no salutation; else None.
         The model does not know that value ("Best,\n" + "Alex", "Mara Lindqvist\n" + "Sailor,"), so
         the line comes from the library (:meth:`library_value_for`), from the user's writing
         (:meth:`writing_backs`), or not at all: the suggestion ends before it, as before an invented
         phone number.  A line break alone goes on; the next step asks again."""
         if self.matcher is None or not self._chunks_on or not self._text.rstrip(" \t").endswith("\n") or self._typed_left:
             return None
-        if whose.person_cue(self._text) == whose.OTHERS:
-            return None
+        if whose.person_cue(self._text) == whose.OTHERS or whose.after_salutation(self._text):
+            return None                           # someone else's line, or the body below "Hi all,"
         kind = self.matcher.value_ahead(state.hidden, state.local, self._text) or self._line_kind
         if not self.rt.piece(token).strip():
             self._line_kind = kind                # a blank line first ("Kind regards,\n" + "\n"): the value
@@ -659,8 +660,11 @@ class Decoder:
     def reader_named_here(self, proposal: Proposal) -> bool:
         """The user's name where the text greets or thanks someone on this line ("Thanks" + name,
         whose.addresses_reader): the name there is the reader's.  Not where the model would break the
-        line first: "Thanks" then the name below it is a sign-off."""
-        return self.field_of(proposal) == "name" and not self._line_break and whose.addresses_reader(self._text)
+        line first: "Thanks" then the name below it is a sign-off -- but the line below a salutation
+        ("Hi all," + "\\nMara Lindqvist", whose.after_salutation) is the email's body."""
+        if self.field_of(proposal) != "name":
+            return False
+        return whose.after_salutation(self._text) or not self._line_break and whose.addresses_reader(self._text)
 
     def after_determiner(self, proposal: Proposal) -> bool:
         """The text ends with a determiner (text.last_determiner): no value of the user's goes next,

@@ -34,7 +34,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .details import find_details
-from .encoding import BACKGROUND_FILE, LOCAL_WINDOW, ModelStats, local_mean
+from .encoding import BACKGROUND_FILE, LOCAL_WINDOW, ModelStats, local_mean, local_rows
 from .llama_runtime import LlamaRuntime
 from .paths import shipped_for_model
 from .text import current_sentence, label_line, words
@@ -48,7 +48,7 @@ TRAINING_FILE = BACKGROUND_FILE.parent / "slot_training.json"
 # typed like a phone number is.  The sixth spreads every field over registers and forms (bare
 # labels, signature blocks, indirect requests, non-native phrasing).
 TRAINING_FILES = (TRAINING_FILE, *(BACKGROUND_FILE.parent / f"slot_training_{i}.json" for i in range(2, 8)))
-SLOTS_VERSION = 1
+SLOTS_VERSION = 2        # 2: every fragment also read alone after BOS (first_line_features)
 NONE, THIRD_PARTY = "none", "third_party"
 # The kinds of snippet sentence (slot_training_4.json, slot_training_7.json): what comes there is a
 # sentence the model may well write itself, not a value only the user knows.
@@ -209,11 +209,20 @@ def shape_fields(value: str) -> set[str] | None:
 # read as an email first (bench/entities.py dev), though in the classifier's own training fragments
 # 38 of the 41 labels ending in "address" are postal ones and the other three "Email address:".
 # Only last words those fragments use for one kind of detail (a postal address or its postcode; a
-# "number" or a "code" is many things), besides someone else's.
+# "code" is many things, and a "number" is told by the word before it, number_label_fields), besides
+# someone else's.
 LABEL_FIELDS = {"address": {"address", "postal_code"}, "email": {"email"}, "e-mail": {"email"},
                 "phone": {"phone"}, "mobile": {"phone"}, "tel": {"phone"}, "telephone": {"phone"},
                 "iban": {"iban"}, "postcode": {"postal_code", "address"}, "zip": {"postal_code", "address"},
                 "github": {"github"}, "linkedin": {"linkedin"}, "website": {"website"}, "web": {"website"}}
+# A label ending in "number" (or "no.", "#") is a phone number only after a word for a phone: after
+# "PO", "Order" or "Booking" the first-line reading of a bare label took the user's phone
+# (bench/personal.py dev, once the classifier also learned first lines: "PO number:").
+_NUMBER_WORDS = {"number", "no", "no.", "#", "nr", "nr."}
+_PHONE_WORDS = {"phone", "mobile", "cell", "cellphone", "tel", "tel.", "telephone", "contact", "whatsapp",
+                "landline", "fax", "callback", "direct"}
+_NOT_QUALIFIERS = {"my", "our", "the", "your", "a", "best", "new"}
+NUMBER_FIELDS = {"booking_reference", "tax_id", "iban"}      # the numbers people keep besides a phone's
 # A word before "address" that makes it another kind ("Email address:", "Web address:"), or none of
 # the user's fields ("IP address:", "Wallet address:").
 _LABEL_QUALIFIERS = {"email": "email", "e-mail": "email", "web": "website", "ip": None, "mac": None,
@@ -224,13 +233,17 @@ def label_fields(text: str) -> set[str] | None:
     """The fields the form label the text ends in names by its last word (LABEL_FIELDS); None where
     the text ends in no label, or in one whose last word names no single field.
 
-    >>> sorted(label_fields("Invoice address:")), label_fields("Email address:"), label_fields("Booking number:")
+    >>> sorted(label_fields("Invoice address:")), label_fields("Email address:"), label_fields("Booking code:")
     (['address', 'postal_code'], {'email'}, None)
+    >>> label_fields("Mobile number:"), "phone" in label_fields("Booking number:")      # number_label_fields
+    ({'phone'}, False)
     >>> label_fields("Web or email address:"), label_fields("IP address:")
     ({'email'}, None)
     """
     label = label_line(text)
     words_ = [w.lower() for w in (label or "").replace(":", " ").split()]
+    if words_ and words_[-1] in _NUMBER_WORDS:
+        return number_label_fields(words_[:-1])
     if not words_ or words_[-1] not in LABEL_FIELDS:
         return None
     if words_[-1] == "address":
@@ -239,6 +252,21 @@ def label_fields(text: str) -> set[str] | None:
                 kind = _LABEL_QUALIFIERS[w]
                 return LABEL_FIELDS[kind] if kind is not None else None
     return LABEL_FIELDS[words_[-1]]
+
+
+def number_label_fields(qualifiers: Sequence[str]) -> set[str] | None:
+    """The fields a label ending in "number" names, by the words before it: a phone number after a
+    word for a phone ("Mobile number:", "Contact no.:"); after any other word ("PO number:", "Booking
+    number:", "Account number:") a number that is not a phone number; None for a bare "Number:" or
+    "My number:", which may be either.
+
+    >>> number_label_fields(["mobile"]), sorted(number_label_fields(["po"])), number_label_fields(["my"])
+    ({'phone'}, ['booking_reference', 'iban', 'tax_id'], None)
+    """
+    named = [w for w in qualifiers if w not in _NOT_QUALIFIERS]
+    if not named:
+        return None
+    return {"phone"} if any(w in _PHONE_WORDS for w in named) else NUMBER_FIELDS
 
 
 def word_slots(text: str) -> list[int]:
@@ -345,13 +373,37 @@ def text_features(rt: LlamaRuntime, stats: ModelStats, texts: Sequence[str],
     return features(stats, hidden, local, texts)
 
 
+def first_line_features(rt: LlamaRuntime, stats: ModelStats, texts: Sequence[str],
+                        progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+    """Features at the end of each text read alone after BOS, as the first words of a draft are.
+
+    A draft that opens with "Phone:" puts the classifier's state a few tokens after BOS, where the
+    packed passes of :func:`text_features` almost never put a training state; read only packed, such
+    openings read as ordinary text ("Phone:" alone: none 0.42, phone 0.24; after "Hi Bob," phone 0.98).
+    """
+    hidden = np.zeros((len(texts), rt.n_embd), np.float32)
+    local = np.zeros((len(texts), rt.n_embd), np.float32)
+    for i, text in enumerate(texts):
+        rt.reset()
+        toks = rt.tokenize(text.rstrip(" "), add_special=False)[-120:]
+        n = len(toks) + 1
+        states = rt.eval([rt.bos] + toks, outputs=range(n - local_rows(n, first=1), n)).hidden   # (rows, d)
+        hidden[i], local[i] = states[-1], local_mean(states)
+        if progress and (i + 1) % 50 == 0:
+            progress(i + 1, len(texts))
+    rt.reset()
+    return features(stats, hidden, local, texts)
+
+
 def train(rt: LlamaRuntime, stats: ModelStats, progress: Callable[[int, int], None] | None = None) -> SlotClassifier:
     """Train the slot classifier for this model on the shipped corpus plus background text as "none"."""
     items = training_items()
     classes = sorted({c for _, c in items} - {NONE, THIRD_PARTY}) + [THIRD_PARTY, NONE]
-    x = text_features(rt, stats, [t for t, _ in items], progress)
-    y = np.array([classes.index(c) for _, c in items])
-    bg = stats.background[:: 4]                                         # ordinary text positions (n, 2d)
+    texts = [t for t, _ in items]
+    # Every fragment twice: inside a packed pass (after earlier text) and alone (a draft's first line).
+    x = np.vstack([text_features(rt, stats, texts, progress), first_line_features(rt, stats, texts, progress)])
+    y = np.tile([classes.index(c) for _, c in items], 2)
+    bg = np.tile(stats.background[:: 4], (2, 1))    # ordinary text positions (n, 2d), twice as the fragments are
     x = np.vstack([x, np.hstack([bg, np.zeros((len(bg), BOW_DIM), np.float32)])])
     y = np.concatenate([y, np.full(len(bg), classes.index(NONE))])
     return SlotClassifier.fit(x, y, classes)

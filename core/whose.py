@@ -208,6 +208,26 @@ def addresses_reader(text: str) -> bool:
     return bool(_ADDRESSING.search(text))
 
 
+# A salutation line ("Hi Claire,", "Dear Sir or Madam,", "Good morning all,") opens the email to its reader.
+_SALUTATION = re.compile(r"[ \t]*(?:hi|hello|hey|dear|greetings|good (?:morning|afternoon|evening))\b", re.IGNORECASE)
+
+
+def after_salutation(text: str) -> bool:
+    """Whether the last line with words in *text* is a salutation: a name on it, or on the line below
+    it, is the reader's or the body's, never the writer's signature ("Hi all," + "\\nMara Lindqvist").
+
+    >>> after_salutation("Hi Claire,"), after_salutation("Hi all,\\n"), after_salutation("Hi Claire,\\n\\nI'm")
+    (True, True, False)
+    >>> after_salutation("Thanks,\\n"), after_salutation("Highlights:"), after_salutation("Hello, my name is")
+    (False, False, False)
+    """
+    lines = [line for line in text.split("\n") if line.strip()]
+    if not lines or _SALUTATION.match(lines[-1]) is None:
+        return False
+    line = lines[-1].rstrip()             # done: a line break after it, or a short line ending like "Hi Claire,"
+    return text.rstrip(" \t").endswith("\n") or line[-1] in ",!:" and len(line.split()) <= 5
+
+
 def writer_owns(cue: str | None, evidence: Callable[[], float], bar: float = OWNER_MIN,
                 label: bool = False) -> bool:
     """The gate: words that name someone else keep the user's value out; at a bare form *label*
