@@ -575,9 +575,9 @@ class Decoder:
         - not where the user has begun typing the chunk ("Facilities" -> " Facilities Coordinator",
           :meth:`begun_by_hand`, any chunk of the user's, learned or not);
         - for a value (not a learned one, not a snippet sentence): not after a determiner
-          (:meth:`after_determiner`), not the user's name after a greeting on its line
-          (:meth:`reader_named_here`), and not where the model (*logits*, this step's) is sure the
-          words go on (:meth:`words_go_on`).
+          (:meth:`after_determiner`), not the user's name after a greeting on its line or on or
+          below a salutation line (:meth:`reader_named_here`), and not where the model (*logits*,
+          this step's) is sure the words go on (:meth:`words_go_on`).
         """
         if not self.own_chunks_fit() or self.begun_by_hand(proposal):
             return False

@@ -215,13 +215,19 @@ LABEL_FIELDS = {"address": {"address", "postal_code"}, "email": {"email"}, "e-ma
                 "phone": {"phone"}, "mobile": {"phone"}, "tel": {"phone"}, "telephone": {"phone"},
                 "iban": {"iban"}, "postcode": {"postal_code", "address"}, "zip": {"postal_code", "address"},
                 "github": {"github"}, "linkedin": {"linkedin"}, "website": {"website"}, "web": {"website"}}
-# A label ending in "number" (or "no.", "#") is a phone number only after a word for a phone: after
-# "PO", "Order" or "Booking" the first-line reading of a bare label took the user's phone
-# (bench/personal.py dev, once the classifier also learned first lines: "PO number:").
+# A label ending in "number" (or "no.", "#"): a phone number after a word for a phone, one of the
+# other numbers people keep after a word for one of those ("PO number:", "Booking no.:"), and open
+# (None) after anything else ("Here's my number:").  Read as a draft's first line, "PO number:" took
+# the user's phone (bench/personal.py dev, bench/out/personal-dev-first-line-before-gates.txt).
 _NUMBER_WORDS = {"number", "no", "no.", "#", "nr", "nr."}
-_PHONE_WORDS = {"phone", "mobile", "cell", "cellphone", "tel", "tel.", "telephone", "contact", "whatsapp",
-                "landline", "fax", "callback", "direct"}
-_NOT_QUALIFIERS = {"my", "our", "the", "your", "a", "best", "new"}
+_PHONE_WORDS = {"phone", "mobile", "mob", "mob.", "cell", "cellphone", "tel", "tel.", "telephone", "ph", "ph.",
+                "contact", "whatsapp", "landline", "fax", "callback", "direct", "work", "home", "office",
+                "daytime", "evening", "emergency"}
+_OTHER_NUMBER_WORDS = {"po", "p.o.", "purchase", "order", "booking", "reservation", "confirmation", "account",
+                       "acct", "invoice", "reference", "ref", "ref.", "tax", "vat", "customer", "client", "case",
+                       "ticket", "tracking", "passport", "policy", "membership", "member", "flight", "room",
+                       "serial", "registration", "id", "iban", "routing", "licence", "license", "insurance",
+                       "claim", "student", "employee", "project", "job", "part", "model", "seat", "table"}
 NUMBER_FIELDS = {"booking_reference", "tax_id", "iban"}      # the numbers people keep besides a phone's
 # A word before "address" that makes it another kind ("Email address:", "Web address:"), or none of
 # the user's fields ("IP address:", "Wallet address:").
@@ -230,8 +236,9 @@ _LABEL_QUALIFIERS = {"email": "email", "e-mail": "email", "web": "website", "ip"
 
 
 def label_fields(text: str) -> set[str] | None:
-    """The fields the form label the text ends in names by its last word (LABEL_FIELDS); None where
-    the text ends in no label, or in one whose last word names no single field.
+    """The fields the form label the text ends in names by its last word (LABEL_FIELDS), or, for a
+    "number", by the words before it (:func:`number_label_fields`); None where the text ends in no
+    label, or in one whose words name no single kind of field.
 
     >>> sorted(label_fields("Invoice address:")), label_fields("Email address:"), label_fields("Booking code:")
     (['address', 'postal_code'], {'email'}, None)
@@ -242,7 +249,7 @@ def label_fields(text: str) -> set[str] | None:
     """
     label = label_line(text)
     words_ = [w.lower() for w in (label or "").replace(":", " ").split()]
-    if words_ and words_[-1] in _NUMBER_WORDS:
+    if names_a_number(text):
         return number_label_fields(words_[:-1])
     if not words_ or words_[-1] not in LABEL_FIELDS:
         return None
@@ -256,17 +263,26 @@ def label_fields(text: str) -> set[str] | None:
 
 def number_label_fields(qualifiers: Sequence[str]) -> set[str] | None:
     """The fields a label ending in "number" names, by the words before it: a phone number after a
-    word for a phone ("Mobile number:", "Contact no.:"); after any other word ("PO number:", "Booking
-    number:", "Account number:") a number that is not a phone number; None for a bare "Number:" or
-    "My number:", which may be either.
+    word for a phone ("Mobile number:", "Work no.:"), one of the other numbers people keep after a
+    word for one of those ("PO number:", "Booking number:"), None after anything else ("Here's my
+    number:", "Number:"), which may be either.
 
-    >>> number_label_fields(["mobile"]), sorted(number_label_fields(["po"])), number_label_fields(["my"])
+    >>> number_label_fields(["mobile"]), sorted(number_label_fields(["po"])), number_label_fields(["here's", "my"])
     ({'phone'}, ['booking_reference', 'iban', 'tax_id'], None)
     """
-    named = [w for w in qualifiers if w not in _NOT_QUALIFIERS]
-    if not named:
-        return None
-    return {"phone"} if any(w in _PHONE_WORDS for w in named) else NUMBER_FIELDS
+    if any(w in _PHONE_WORDS for w in qualifiers):
+        return {"phone"}
+    return NUMBER_FIELDS if any(w in _OTHER_NUMBER_WORDS for w in qualifiers) else None
+
+
+def names_a_number(text: str) -> bool:
+    """Whether the form label the text ends in ends with a word for a number ("PO number:", "Tel. no.:").
+
+    >>> names_a_number("Booking number:"), names_a_number("Email address:")
+    (True, False)
+    """
+    words_ = (label_line(text) or "").lower().replace(":", " ").split()
+    return bool(words_) and words_[-1] in _NUMBER_WORDS
 
 
 def word_slots(text: str) -> list[int]:
@@ -399,9 +415,11 @@ def train(rt: LlamaRuntime, stats: ModelStats, progress: Callable[[int, int], No
     """Train the slot classifier for this model on the shipped corpus plus background text as "none"."""
     items = training_items()
     classes = sorted({c for _, c in items} - {NONE, THIRD_PARTY}) + [THIRD_PARTY, NONE]
-    texts = [t for t, _ in items]
-    # Every fragment twice: inside a packed pass (after earlier text) and alone (a draft's first line).
-    x = np.vstack([text_features(rt, stats, texts, progress), first_line_features(rt, stats, texts, progress)])
+    texts, n = [t for t, _ in items], len(items)
+    # Every fragment twice: inside a packed pass (after earlier text) and alone (a draft's first line),
+    # one progress bar over both readings.
+    half = (lambda offset: (lambda done, _total: progress(offset + done, 2 * n))) if progress else (lambda offset: None)
+    x = np.vstack([text_features(rt, stats, texts, half(0)), first_line_features(rt, stats, texts, half(n))])
     y = np.tile([classes.index(c) for _, c in items], 2)
     bg = np.tile(stats.background[:: 4], (2, 1))    # ordinary text positions (n, 2d), twice as the fragments are
     x = np.vstack([x, np.hstack([bg, np.zeros((len(bg), BOW_DIM), np.float32)])])

@@ -27,7 +27,7 @@ import numpy as np
 
 from .details import find_details
 from .llama_runtime import LlamaRuntime
-from .slots import label_fields
+from .slots import label_fields, names_a_number
 from .text import lead_in
 
 WRITER, OTHERS = "writer", "others"
@@ -180,7 +180,7 @@ def form_label(text: str) -> bool:
     >>> form_label("Client details\\nPhone:"), form_label("Account name: Greenway\\nIBAN:"), form_label("Dear Sam:")
     (False, False, False)
     """
-    if label_fields(text) is None:
+    if label_fields(text) is None or names_a_number(text):     # "PO number:" names no contact field
         return False
     block = text.rstrip(" \t").split("\n\n")[-1]
     above = block.rsplit("\n", 1)[0] if "\n" in block else ""      # the lines above the label
@@ -193,7 +193,8 @@ def form_label(text: str) -> bool:
 
 # A name straight after a greeting or a thanks, on the same line, is the reader's ("Thanks Sam",
 # "Hi Priya", "Thank you"): the user's own name comes after a sign-off's line break instead.
-_ADDRESSING = re.compile(r"(?:^|[^\w'])(?:thanks|thank(?: you)?|thx|hi|hello|hey|dear|welcome|congrats|"
+_GREETINGS = r"hi|hello|hey|dear"         # the words that greet the reader, here and in _SALUTATION
+_ADDRESSING = re.compile(rf"(?:^|[^\w'])(?:thanks|thank(?: you)?|thx|{_GREETINGS}|welcome|congrats|"
                          r"congratulations)(?: (?:again|so much|a lot|in advance))?[ \t]*\Z", re.IGNORECASE)
 
 
@@ -209,7 +210,8 @@ def addresses_reader(text: str) -> bool:
 
 
 # A salutation line ("Hi Claire,", "Dear Sir or Madam,", "Good morning all,") opens the email to its reader.
-_SALUTATION = re.compile(r"[ \t]*(?:hi|hello|hey|dear|greetings|good (?:morning|afternoon|evening))\b", re.IGNORECASE)
+# Not "Greetings": "Greetings from Lisbon," is a place for the writer's name in the slot training corpus.
+_SALUTATION = re.compile(rf"[ \t]*(?:{_GREETINGS}|good (?:morning|afternoon|evening))(?=[\s,!:.]|$)", re.IGNORECASE)
 
 
 def after_salutation(text: str) -> bool:
@@ -218,14 +220,16 @@ def after_salutation(text: str) -> bool:
 
     >>> after_salutation("Hi Claire,"), after_salutation("Hi all,\\n"), after_salutation("Hi Claire,\\n\\nI'm")
     (True, True, False)
-    >>> after_salutation("Thanks,\\n"), after_salutation("Highlights:"), after_salutation("Hello, my name is")
+    >>> after_salutation("Thanks,\\n"), after_salutation("Hi-res photos:"), after_salutation("Hello, my name is")
     (False, False, False)
+    >>> after_salutation("Hey, quick one: can you send it by Friday? Thanks\\n")     # a body line, not a salutation
+    False
     """
     lines = [line for line in text.split("\n") if line.strip()]
     if not lines or _SALUTATION.match(lines[-1]) is None:
         return False
-    line = lines[-1].rstrip()             # done: a line break after it, or a short line ending like "Hi Claire,"
-    return text.rstrip(" \t").endswith("\n") or line[-1] in ",!:" and len(line.split()) <= 5
+    line = lines[-1].rstrip()             # a short line, done ("Hi all,", or "Hi all" and a line break)
+    return len(line.split()) <= 5 and (line[-1] in ",!:" or text.rstrip(" \t").endswith("\n"))
 
 
 def writer_owns(cue: str | None, evidence: Callable[[], float], bar: float = OWNER_MIN,
