@@ -1245,10 +1245,11 @@ def test_a_detail_read_too_weakly_to_insert_is_one_alt_bracket_away(qtbot, make_
     first alternative is the same request more readily, and the status bar names the detail.  Alt+]
     shows it, Tab takes it.  Catches a detail alternative never asked for, asked but dropped, put
     behind the model's alternatives, or not named; and the figures one hover away describing the first
-    suggestion while Alt+] shows another."""
+    suggestion while Alt+] shows another.  (The place reads GitHub 0.30 against the cut of 0.35; "My
+    side projects are", the place before, reads 0.39 since the classifier learned first lines.)"""
     w = make_window(with_pii=True)
     github = "github.com/johndoe"
-    body = type_and_wait(qtbot, w, "Hi Sam,\n\nMy side projects are")
+    body = type_and_wait(qtbot, w, "Hi Sam,\n\nI push my side projects to")
     assert github not in body.ghost_text
     qtbot.waitUntil(lambda: w.alternatives.request_id == -1 and w.alternatives.count >= 2, timeout=WAIT)
     assert "Alt+] github" in w.alt_label.text() and "library" not in w.stats_label.text()
@@ -1262,14 +1263,14 @@ def test_a_detail_read_too_weakly_to_insert_is_one_alt_bracket_away(qtbot, make_
     assert "0 library insertion(s)" in w.stats_label.toolTip() and "library" not in w.stats_label.text()
     qtbot.keyClick(body, Qt.Key_BracketRight, Qt.AltModifier)
     qtbot.keyClick(body, Qt.Key_Tab)
-    assert body.toPlainText().startswith("Hi Sam,\n\nMy side projects are " + github)
+    assert body.toPlainText().startswith("Hi Sam,\n\nI push my side projects to " + github)
     # Taken from the alternative, with Learn while I write on (the default): its phrase is learned, and
     # the next time the entry comes by itself.
-    qtbot.waitUntil(lambda: "Learned: after “My side projects are” comes your github (you took it)"
+    qtbot.waitUntil(lambda: "Learned: after “I push my side projects to” comes your github (you took it)"
                     in w.statusBar().currentMessage(), timeout=WAIT)
     qtbot.keyClick(body, Qt.Key_A, Qt.ControlModifier)     # a new email (one that has the value already
     qtbot.keyClick(body, Qt.Key_Delete)                     # does not get it offered again)
-    type_text(qtbot, body, "Hi Ana,\n\nMy side projects are")
+    type_text(qtbot, body, "Hi Ana,\n\nI push my side projects to")
     qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id and body.has_ghost(), timeout=WAIT)
     assert [p.label for p in body.pieces if p.from_chunk][:1] == ["github"]
 
@@ -1279,8 +1280,8 @@ def test_an_entry_taken_word_by_word_teaches_once_it_is_whole_and_half_taken_tea
     its phrase is learned, as Tab would teach it; after its first word and Esc, nothing is learned,
     not even a turned-down place (it would hold the word taken).  Catches learning sent at the first
     word taken (a half-taken entry teaching its place), never sent when the entry was taken word by
-    word, and Esc on the rest storing "I am writing to John" as a place the name was turned down."""
-    place = "Dear Sir or Madam,\n\nI am writing to"
+    word, and Esc on the rest storing "I write to you as John" as a place the name was turned down."""
+    place = "Dear Sir or Madam,\n\nI write to you as"      # name read 0.22, under the cut
 
     def offer(w):
         body = type_and_wait(qtbot, w, place)
@@ -1304,11 +1305,11 @@ def test_an_entry_taken_word_by_word_teaches_once_it_is_whole_and_half_taken_tea
             with qtbot.waitSignal(w.worker.learned_here, timeout=WAIT) as taken:
                 qtbot.keyClick(body, Qt.Key_Right, Qt.ControlModifier)
             assert body.toPlainText().startswith(place + " John Doe")
-            assert taken.args[0][0]["context"] == "I am writing to" and taken.args[0][0]["taken"] == "name"
+            assert taken.args[0][0]["context"] == "I write to you as" and taken.args[0][0]["taken"] == "name"
         else:
             qtbot.keyClick(body, Qt.Key_Escape)
             worker_round_trip(qtbot, w)
-            assert learned == []                     # not even a turned-down place "I am writing to John"
+            assert learned == []                     # not even a turned-down place "I write to you as John"
 
 
 def test_where_nothing_is_suggested_alt_bracket_brings_the_detail(qtbot, make_window):
