@@ -1313,13 +1313,13 @@ def test_an_entry_taken_word_by_word_teaches_once_it_is_whole_and_half_taken_tea
 
 
 def test_where_nothing_is_suggested_alt_bracket_brings_the_detail(qtbot, make_window):
-    """After "Please loop me in going forward:" the model would open a new paragraph, so nothing is
+    """After "Updates please to:" the model would open a new paragraph, so nothing is
     suggested; the detail alternative still works out the user's email, and Alt+] puts it at the empty
     place.  Catches alternatives that are only worked out beside a suggestion on screen."""
     w = make_window(with_pii=True)
     body = w.body_edit
     body.setFocus()
-    type_text(qtbot, body, "Hi Priya,\n\nPlease loop me in going forward:")
+    type_text(qtbot, body, "Hi Priya,\n\nUpdates please to:")
     qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id, timeout=WAIT)
     assert not body.has_ghost()
     qtbot.waitUntil(lambda: w.alternatives.request_id == -1 and w.alternatives.count == 2, timeout=WAIT)
@@ -1336,22 +1336,22 @@ def test_where_nothing_is_suggested_alt_bracket_brings_the_detail(qtbot, make_wi
     assert not body.has_ghost() and w.alt_label.text() == "1/2 · Alt+] email"
     qtbot.keyClick(body, Qt.Key_BracketRight, Qt.AltModifier)
     qtbot.keyClick(body, Qt.Key_Tab)
-    assert body.toPlainText().rstrip().endswith("going forward:\njohndoe@example.com")
+    assert body.toPlainText().rstrip().endswith("please to:\njohndoe@example.com")
 
 
 def test_an_entry_taken_after_typing_into_it_teaches_the_words_before_it(qtbot, make_window):
     """Typing the first letters of the entry from the readier alternative uses them up; taking the rest
-    teaches "My side projects are", not "My side projects are g" (the phrase is the text before the
+    teaches "I push my side projects to", not "I push my side projects to g" (the phrase is the text before the
     place the alternative was for).  Catches a phrase cut from the text before the cursor at the take."""
     w = make_window(with_pii=True)
-    body = type_and_wait(qtbot, w, "Hi Sam,\n\nMy side projects are")
+    body = type_and_wait(qtbot, w, "Hi Sam,\n\nI push my side projects to")
     qtbot.waitUntil(lambda: w.alternatives.request_id == -1 and "Alt+] github" in w.alt_label.text(), timeout=WAIT)
     qtbot.keyClick(body, Qt.Key_BracketRight, Qt.AltModifier)
     qtbot.keyClicks(body, " gi")
     assert body.ghost_text.startswith("thub.com/johndoe")
     qtbot.keyClick(body, Qt.Key_Tab)
     qtbot.waitUntil(lambda: "Learned: after" in w.statusBar().currentMessage(), timeout=WAIT)
-    assert "after “My side projects are” comes your github" in w.statusBar().currentMessage()
+    assert "after “I push my side projects to” comes your github" in w.statusBar().currentMessage()
 
 
 def test_an_empty_library_spends_no_request_on_a_detail_alternative(qtbot, make_window):
@@ -1361,7 +1361,7 @@ def test_an_empty_library_spends_no_request_on_a_detail_alternative(qtbot, make_
     w = make_window()
     sent = []
     w.request_generation.connect(lambda request_id, request: sent.append(request))
-    body = type_and_wait(qtbot, w, "Hi Sam,\n\nMy side projects are")
+    body = type_and_wait(qtbot, w, "Hi Sam,\n\nI push my side projects to")
     qtbot.waitUntil(lambda: w.alternatives.request_id == -1 and w.alternatives.count >= 2, timeout=WAIT)
     type_text(qtbot, body, "\n\nPlease loop me in going forward:")
     qtbot.waitUntil(lambda: w.last_stats.get("_done_id") == w.current_id, timeout=WAIT)
@@ -1385,7 +1385,7 @@ def test_phrases_mined_from_mail_alone_spend_no_request_on_a_detail_alternative_
     w = make_window(db=db)
     sent = []
     w.request_generation.connect(lambda request_id, request: sent.append(request))
-    body = type_and_wait(qtbot, w, "Hi Sam,\n\nMy side projects are")
+    body = type_and_wait(qtbot, w, "Hi Sam,\n\nI push my side projects to")
     qtbot.waitUntil(lambda: w.alternatives.request_id == -1 and w.alternatives.count >= 2, timeout=WAIT)
     qtbot.wait(300)                                 # time for a readier request to be sent, if one were
     assert sent and all(r.threshold is None for r in sent)
@@ -1418,7 +1418,7 @@ def test_a_failing_suggestion_says_so_in_words_and_a_failing_detail_alternative_
         return fake
 
     monkeypatch.setattr(engine, "stream", failing(lambda r: r.threshold is not None))
-    body = type_and_wait(qtbot, w, "Hi Sam,\n\nMy side projects are")
+    body = type_and_wait(qtbot, w, "Hi Sam,\n\nI push my side projects to")
     qtbot.waitUntil(lambda: w.alternatives.request_id == -1 and w.alternatives.count >= 2, timeout=WAIT)
     assert w.alt_label.text().startswith("1/") and "github" not in w.alt_label.text()   # the model's, no entry
     assert "failed" not in w.statusBar().currentMessage()
@@ -1429,7 +1429,7 @@ def test_a_failing_suggestion_says_so_in_words_and_a_failing_detail_alternative_
     message = w.statusBar().currentMessage()
     assert "something unexpected went wrong (ValueError); your email is as it was" in message
     assert "internal error" not in message and "a bug" not in message
-    assert body.toPlainText() == "Hi Sam,\n\nMy side projects are and"
+    assert body.toPlainText() == "Hi Sam,\n\nI push my side projects to and"
 
 
 def test_a_pause_inside_a_word_suggests_the_rest_of_it_and_a_space_after_it_does_not(qtbot, make_window):

@@ -63,15 +63,15 @@ def test_a_phrase_already_stored_for_the_value_is_not_read_ahead(profile_engine)
 def test_a_value_typed_by_hand_teaches_its_phrase(profile_engine):
     """Bug caught: the user's own phrasing never finds their detail, however often they type it."""
     engine, phone, email = profile_engine
-    draft = "Dear Sam,\n\nThe boiler is fixed. Drop a line to"
+    draft = "Dear Sam,\n\nThe boiler is fixed. Send word to"
     assert email not in suggest(engine, draft)           # an unseen phrasing: nothing before learning
-    learned = engine.learn_typed(f"Hi all,\n\nThanks for the minutes. Drop a line to {EMAIL} with questions.")
-    assert [(x.chunk_id, x.context, x.origin) for x in learned] == [(email, "Drop a line to", LEARNED)]
+    learned = engine.learn_typed(f"Hi all,\n\nThanks for the minutes. Send word to {EMAIL} with questions.")
+    assert [(x.chunk_id, x.context, x.origin) for x in learned] == [(email, "Send word to", LEARNED)]
     assert suggest(engine, draft) == [email]             # that chunk, in another email
-    again = engine.learn_typed(f"Drop a line to {EMAIL}")
+    again = engine.learn_typed(f"Send word to {EMAIL}")
     assert again == []                                   # a duplicate changes nothing
     contexts = engine.store.get_chunk(email).contexts
-    assert sum(c.text == "Drop a line to" for c in contexts) == 1
+    assert sum(c.text == "Send word to" for c in contexts) == 1
 
 
 
@@ -90,22 +90,22 @@ def test_a_lone_word_is_not_learned_and_a_label_keeps_its_colon(profile_engine):
 def test_esc_on_a_learned_place_flips_it(profile_engine):
     """Review finding: Esc where a phrase was learned stored nothing, so the chunk kept coming back."""
     engine, _phone, email = profile_engine
-    engine.learn_typed(f"Hi all,\n\nDrop a line to {EMAIL} with questions.")
-    draft = "Dear Sam,\n\nThe boiler is fixed. Drop a line to"
+    engine.learn_typed(f"Hi all,\n\nSend word to {EMAIL} with questions.")
+    draft = "Dear Sam,\n\nThe boiler is fixed. Send word to"
     assert suggest(engine, draft) == [email]
     assert engine.dismiss(email, draft).origin == DISMISSED
     assert email not in suggest(engine, draft)
     chunk = engine.store.get_chunk(email)
-    assert [c.text for c in chunk.avoid] == ["Drop a line to"] and all(c.origin != LEARNED for c in chunk.contexts)
-    engine.learn_typed(f"Drop a line to {EMAIL}")           # typed by hand there after all: learned again
+    assert [c.text for c in chunk.avoid] == ["Send word to"] and all(c.origin != LEARNED for c in chunk.contexts)
+    engine.learn_typed(f"Send word to {EMAIL}")           # typed by hand there after all: learned again
     assert suggest(engine, draft) == [email]
 
 
 def test_a_dismissed_chunk_is_not_offered_there_again(profile_engine):
     """Bug caught: Esc on a wrong chunk changes nothing, and the same wrong value comes back."""
     engine, phone, _email = profile_engine
-    place = "Hello Jo,\n\nThanks for the note. For the site visit, the contact number is"
-    other = "Dear Sam,\n\nThe boiler is fixed. For the site visit, the contact number is"
+    place = "Hello Jo,\n\nThanks for the note. For the site visit, text me on"
+    other = "Dear Sam,\n\nThe boiler is fixed. For the site visit, text me on"
     own = "Hi,\n\nAny questions? You can call me on"
     assert suggest(engine, own) == [phone]
     assert suggest(engine, place) == [phone]             # offered where the user does not want it
@@ -113,7 +113,7 @@ def test_a_dismissed_chunk_is_not_offered_there_again(profile_engine):
     assert phone not in suggest(engine, other)           # the same place in another email
     assert suggest(engine, own) == [phone]               # still offered where it belongs
     chunk = engine.store.get_chunk(phone)
-    assert [c.text for c in chunk.avoid] == ["For the site visit, the contact number is"]
+    assert [c.text for c in chunk.avoid] == ["For the site visit, text me on"]
     assert all(c.origin != DISMISSED for c in chunk.contexts)
 
 
@@ -222,12 +222,12 @@ def test_learning_from_mail_keeps_a_place_the_user_turned_down():
     a learned one (the editor's rule: typing the value there again is the user changing their mind)."""
     store = ChunkStore(":memory:")
     email = store.add_chunk(EMAIL, "pii", ["My email is"], label="email")
-    store.add_context(email, "Drop a line to", DISMISSED)
-    mail = f"Hi all,\n\nDrop a line to {EMAIL} with questions."
+    store.add_context(email, "Send word to", DISMISSED)
+    mail = f"Hi all,\n\nSend word to {EMAIL} with questions."
     assert list(store_typed(store, [mail], lookback=None, from_mail=True)) == []
-    assert store.has_context(email, "Drop a line to", DISMISSED)
-    assert [x.context for x in store_typed(store, [mail])] == ["Drop a line to"]      # typed in the editor: flips
-    assert store.has_context(email, "Drop a line to", LEARNED)
+    assert store.has_context(email, "Send word to", DISMISSED)
+    assert [x.context for x in store_typed(store, [mail])] == ["Send word to"]      # typed in the editor: flips
+    assert store.has_context(email, "Send word to", LEARNED)
 
 
 def test_a_request_leaves_out_what_it_names_but_not_the_rest_of_a_value_begun(profile_engine):
@@ -253,17 +253,17 @@ def test_learning_from_mail_teaches_the_words_the_user_writes_before_their_own_d
     from chunkwise.core.learning import mine
 
     engine, _phone, email = profile_engine
-    draft = "Dear Sam,\n\nThe boiler is fixed. Drop a line to"
+    draft = "Dear Sam,\n\nThe boiler is fixed. Send word to"
     assert email not in suggest(engine, draft)                 # an unseen phrasing: nothing before learning
     mail = [Document("sent 1", "Hi all,\n\nThe minutes from today's meeting are attached. Thanks for coming "
-                               f"along, it was a useful session. Drop a line to {EMAIL} with any questions.\n\n"
+                               f"along, it was a useful session. Send word to {EMAIL} with any questions.\n\n"
                                + "The agenda for next month follows once the dates are fixed. " * 40 + "\n\nBest,\nMara"),
             Document("sent 2", "Hi Tom,\n\nThe lift inspection is booked for Thursday morning. The engineers "
                                "will need access to the plant room, so please leave the keys at reception.\n\nBest,\nMara")]
     result = mine(engine, mail, gamma=0.5)
     assert result.learned_phrases == 1
     learned = [(c.text, c.origin) for c in engine.store.get_chunk(email).contexts if c.origin == LEARNED]
-    assert learned == [("Drop a line to", LEARNED)]
+    assert learned == [("Send word to", LEARNED)]
     assert suggest(engine, draft) == [email]                   # that chunk, in a new email
 
 
@@ -275,11 +275,11 @@ def test_an_entry_taken_one_alt_bracket_away_comes_by_itself_next_time(pii_engin
     from chunkwise.core.settings import Settings
 
     github = next(c.id for c in pii_engine.store.list_chunks() if c.label == "github")
-    prompt, later = "Hi Sam,\n\nMy side projects are", "Hi Ana,\n\nMy side projects are"
+    prompt, later = "Hi Sam,\n\nI push my side projects to", "Hi Ana,\n\nI push my side projects to"
     before = pii_engine.generate(Settings().suggestion_request(later), record_use=False)
     assert github not in [s.chunk_id for s in before.spans]
     learned = pii_engine.confirm(github, prompt)
-    assert learned is not None and (learned.chunk_id, learned.context, learned.origin) == (github, "My side projects are", LEARNED)
+    assert learned is not None and (learned.chunk_id, learned.context, learned.origin) == (github, "I push my side projects to", LEARNED)
     after = pii_engine.generate(Settings().suggestion_request(later), record_use=False)
     assert [s.chunk_id for s in after.spans][:1] == [github] and after.spans[0].start <= 1
     assert pii_engine.confirm(github, prompt) is None                  # known already: nothing new

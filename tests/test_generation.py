@@ -223,7 +223,7 @@ def test_a_detail_read_too_weakly_to_insert_is_offered_by_the_readier_request(pi
     from chunkwise.core.settings import Settings
 
     ids = {c.label: c.id for c in pii_engine.store.list_chunks()}
-    request = Settings().suggestion_request("Hi Sam,\n\nMy side projects are")
+    request = Settings().suggestion_request("Hi Sam,\n\nI push my side projects to")
     best = pii_engine.stream(request)
     best.completion()
     assert not any(p.from_chunk for p in best.pieces)

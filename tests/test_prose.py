@@ -260,7 +260,9 @@ def test_a_value_may_follow_the_models_lead_word_where_none_was_proposed(runtime
     company = engine.store.add_chunk("Tidewater Studios", "pii", ["My company is", "I'm at"], label="company")
     engine.store.add_chunk("Product Designer", "pii", ["My job title's", "My role is"], label="job title")
     engine.refresh()
-    text = "Quick intro: I'm on the product team"       # bench/personal.py dev case p113
+    # bench/personal.py dev case p113 was "Quick intro: I'm on the product team"; since the classifier
+    # learned first lines it reads the job title there, so the test writes its own sentence of that kind.
+    text = "Quick intro: I lead the design team"
 
     def logits_after(words: str) -> np.ndarray:
         runtime.reset()
