@@ -344,6 +344,11 @@ def features(stats: ModelStats, hidden: np.ndarray, local: np.ndarray, texts: Se
     return np.hstack([stats.transform(hidden), stats.transform(local), BOW_WEIGHT * bag_of_words(texts)])
 
 
+def fragment_tokens(rt: LlamaRuntime, text: str) -> list[int]:
+    """A training fragment's tokens as both readings take them: trailing spaces off, the last 120."""
+    return rt.tokenize(text.rstrip(" "), add_special=False)[-120:]
+
+
 def text_features(rt: LlamaRuntime, stats: ModelStats, texts: Sequence[str],
                   progress: Callable[[int, int], None] | None = None) -> np.ndarray:
     """Features at the end of each text, evaluated in packed passes.
@@ -373,7 +378,7 @@ def text_features(rt: LlamaRuntime, stats: ModelStats, texts: Sequence[str],
         batch, ends, owners = [], [], []
 
     for i in order:
-        toks = rt.tokenize(texts[i].rstrip(" "), add_special=False)[-120:]
+        toks = fragment_tokens(rt, texts[i])
         if batch and len(batch) + len(sep) + len(toks) > PACK_TOKENS:
             flush()
         if batch:
@@ -401,7 +406,7 @@ def first_line_features(rt: LlamaRuntime, stats: ModelStats, texts: Sequence[str
     local = np.zeros((len(texts), rt.n_embd), np.float32)
     for i, text in enumerate(texts):
         rt.reset()
-        toks = rt.tokenize(text.rstrip(" "), add_special=False)[-120:]
+        toks = fragment_tokens(rt, text)
         n = len(toks) + 1
         states = rt.eval([rt.bos] + toks, outputs=range(n - local_rows(n, first=1), n)).hidden   # (rows, d)
         hidden[i], local[i] = states[-1], local_mean(states)

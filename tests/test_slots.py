@@ -285,17 +285,23 @@ def test_a_form_label_names_its_field_by_its_last_word(text, fields):
     assert slots.label_fields(text) == fields
 
 
+def typed_route_reading(profile_engine, monkeypatch, readings: dict):
+    """The chunk the typed route (ChunkMatcher.typed_proposal) offers after a text, with the slot
+    classifier made to read *readings* (chunk id -> agreement) and no one else's detail."""
+    m = profile_engine[0].matcher
+    monkeypatch.setattr(m, "type_readings", lambda *a, **k: (readings, 0.0))
+    state = (np.zeros(m.dim, np.float32), np.zeros(m.dim, np.float32))
+    return lambda text: getattr(m.typed_proposal(*state, text), "chunk_id", None)
+
+
 def test_a_form_label_keeps_a_value_of_another_field_out(profile_engine, monkeypatch):
     """"Invoice address:" read as an email first, an address second (bench/entities.py dev), so the
     user's email went where their address belongs.  With the classifier reading email first, the
     typed route offers no email after "Invoice address:" (nor the address, read below the cut), but
     does after "Contact:", whose last word names no field; with label_fields off, the email comes
     after "Invoice address:" too (the control)."""
-    engine, ids = profile_engine
-    m = engine.matcher
-    monkeypatch.setattr(m, "type_readings", lambda *a, **k: ({ids["email"]: 0.9, ids["address"]: 0.2}, 0.0))
-    state = (np.zeros(m.dim, np.float32), np.zeros(m.dim, np.float32))
-    offered = lambda text: getattr(m.typed_proposal(*state, text), "chunk_id", None)
+    ids = profile_engine[1]
+    offered = typed_route_reading(profile_engine, monkeypatch, {ids["email"]: 0.9, ids["address"]: 0.2})
     assert offered("Hi,\n\nInvoice address:") is None
     assert offered("Hi,\n\nContact:") == ids["email"]
     monkeypatch.setattr(matching, "label_fields", lambda text: None)
@@ -307,11 +313,8 @@ def test_a_number_label_takes_the_users_phone_only_after_a_word_for_a_phone(prof
     classifier learned first lines).  With the classifier reading phone, the typed route offers no
     phone after "Order number:" but does after "Mobile number:"; with number labels left open (the
     control), "Order number:" gets it too."""
-    engine, ids = profile_engine
-    m = engine.matcher
-    monkeypatch.setattr(m, "type_readings", lambda *a, **k: ({ids["phone"]: 0.9}, 0.0))
-    state = (np.zeros(m.dim, np.float32), np.zeros(m.dim, np.float32))
-    offered = lambda text: getattr(m.typed_proposal(*state, text), "chunk_id", None)
+    ids = profile_engine[1]
+    offered = typed_route_reading(profile_engine, monkeypatch, {ids["phone"]: 0.9})
     assert offered("Order number:") is None
     assert offered("Mobile number:") == ids["phone"]
     monkeypatch.setattr(slots, "number_label_fields", lambda qualifiers: None)
