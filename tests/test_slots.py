@@ -158,7 +158,8 @@ def test_the_writer_probe_decides_whether_a_value_goes_in(profile_engine, monkey
 @pytest.mark.parametrize("prompt", ["Hi,\n\nCheck out Sam's portfolio, it's at",
                                     "Hi,\n\nIf the line drops during the call, please ring her directly at",
                                     "Hi,\n\nFor anything urgent, my husband's mobile is",
-                                    "Hi,\n\nIf I'm not around, call my colleague on"])
+                                    "Hi,\n\nIf I'm not around, call my colleague on",
+                                    "Hi,\n\nClient site:"])
 def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_says(profile_engine, monkeypatch,
                                                                                     prompt):
     """The lexical cue outranks the probe: "Sam's portfolio" is Sam's even where the model leans to "my".
@@ -194,9 +195,27 @@ def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_s
     ("You can reach my friend Sam's office on", whose.OTHERS),              # "my" owns the friend, not Sam
     ("Come round any time, the flat's at", None), ("Email's best at", None),  # "'s" that is "is"
     ("We moved, our new company's address is", whose.WRITER),
+    ("Client site:", whose.OTHERS), ("Hi,\n\nLandlord:", whose.OTHERS),     # a label naming a relation
+    ("IT support hotline:", whose.OTHERS), ("Hi,\n\nClient details\nAddress:", None),  # only the label's own line
 ])
 def test_person_cue_names_whose_detail_comes_next(text, cue):
     assert whose.person_cue(text) == cue
+
+
+@pytest.mark.parametrize("prompt", ["For urgent problems with the payment API, our on-call number is",
+                                    "Anything urgent about the rollout? Our on-call number is"])
+def test_the_writer_probe_counts_our_as_the_writers_own(profile_engine, monkeypatch, prompt):
+    """A user who writes for their own business says "our", and after "... our on-call number is (that
+    is" the model goes on with " our".  Bug caught: the probe weighed only " my" against " his / her /
+    their / your", so the writer's own group read as someone else's (log-odds -2.42 and -2.18, under
+    the bar of -2.0) and the user's phone did not come (sentences written for this test; the same
+    kind as the paper dev set's "our on-call number is").  Control: with " my" alone it does not."""
+    engine, ids = profile_engine
+    values = lambda: [s.chunk_id for s in engine.generate(GenerationRequest(prompt, max_tokens=12, stop=["\n\n"]),
+                                                          record_use=False).spans]
+    assert values() == [ids["phone"]]
+    monkeypatch.setattr(whose, "PROBE_WRITER", (" my",))
+    assert ids["phone"] not in values()
 
 
 @pytest.mark.parametrize("text, theirs", [
