@@ -46,8 +46,9 @@ LEAD_IN_WORDS = 0         # words the model may write before one of the user's v
 # Where the model is this sure of the next word, and that word could not stand where a value goes, the
 # phrase is not finished and none of the user's values goes here ("Kind" -> " regards", "Thanks" ->
 # " for", "As part" -> " of": bench/prose.py, the user's name and role inserted there before).  Words
-# that can stand in a value's place (a determiner, a pronoun, "here") do not count: "...and sent to" ->
-# " the" is where the user's email goes too.  Chosen on the dev sets (docs/benchmarks.md).
+# that can stand in a value's place (a determiner, a pronoun, "here", a capitalised word: a name or a
+# place) do not count: "...and sent to" -> " the" is where the user's email goes too, "Hi Maria,\n\nMy
+# name is" -> " Maria" where the user's name does.  Chosen on the dev sets (docs/benchmarks.md).
 GOES_ON = 0.35
 STAND_INS = DETERMINERS | frozenset("that me us him them you it i we he she they here there".split())
 # Words that lead into what follows them, a value among others ("reached by phone" -> " at", "My number"
@@ -631,13 +632,14 @@ class Decoder:
     def words_go_on(self, logits: np.ndarray, proposal: Proposal) -> bool:
         """Right after a letter or digit, the model's most likely next token (a word or a word piece,
         "Kind" -> "ly") has at least :data:`GOES_ON`, and it is neither the start of the value nor a
-        word that could stand where a value goes (:data:`STAND_INS`): the phrase is not finished
+        word that could stand where a value goes (:data:`STAND_INS`, or a capitalised word): the phrase is not finished
         ("Kind" -> " regards").  Not after punctuation, where a value may stand apart ("see my
         personal website," -> " and" 0.35 or more, bench/entities.py)."""
         if not self._text.rstrip(" \t")[-1:].isalnum():
             return False
         word = self.top_word(logits).strip()
-        if not word.isalpha() or word.lower() in STAND_INS or proposal.text.lstrip().lower().startswith(word.lower()):
+        if (not word.isalpha() or word[0].isupper() or word.lower() in STAND_INS
+                or proposal.text.lstrip().lower().startswith(word.lower())):
             return False
         return token_probability(logits, int(np.argmax(logits))) >= GOES_ON
 

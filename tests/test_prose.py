@@ -79,6 +79,8 @@ def test_no_value_where_the_model_is_sure_the_words_go_on(judge, runtime):
     assert judge("Hi Jo,\n\nMy email is", "email")
     assert judge("Hi Jo,\n\nYou can reach me by email at", "email")
     assert judge("Hi Jo,\n\nFor my CV, see my personal website,", "website")
+    # The model copies the reader's name (" Carlos", capitalised): a name stands where the user's goes.
+    assert judge("Hi Carlos,\n\nMy name is", "name")
 
 
 @pytest.mark.parametrize("word, p, value, goes_on", [
@@ -87,12 +89,15 @@ def test_no_value_where_the_model_is_sure_the_words_go_on(judge, runtime):
     (" the", 0.9, "email", False), (" any", 0.9, "email", False),                  # a determiner stands in its place
     (" here", 0.9, "website", False), (" me", 0.9, "email", False),                # ... and so do "here", a pronoun
     (" https", 0.9, "website", False), (" site", 0.9, "job_title", False),         # the value itself ("Site Manager")
-    (":", 0.9, "email", False)])                                                    # not a word
+    (":", 0.9, "email", False),                                                     # not a word
+    (" Maria", 0.9, "name", False), (" Berlin", 0.9, "email", False)])             # a name or a place stands in
 def test_which_next_words_keep_a_value_out(library, runtime, word, p, value, goes_on):
     """Decoder.words_go_on on a distribution that puts *p* on *word*.  Bugs caught: a determiner the
     stand-in list lacked (" any" kept the user's address out of "dropped back to me at", entity test
     set), the value's own first word read as another word (" https" before the user's website), a
-    case difference (" site" before "Site Manager"), and the bar applied the wrong way round."""
+    case difference (" site" before "Site Manager"), the bar applied the wrong way round, and a
+    capitalised word, a name or a place, taken for words that go on ("Hi Maria,\n\nMy name is" ->
+    " Maria" kept the user's name out, paper dev set)."""
     engine, ids = library
     d = Decoder(runtime, engine.matcher, DecodeSettings())
     d._text = "Hi Jo,\n\nThe photos are up"
