@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -247,8 +248,7 @@ def label_fields(text: str) -> set[str] | None:
     >>> label_fields("Web or email address:"), label_fields("IP address:")
     ({'email'}, None)
     """
-    label = label_line(text)
-    words_ = [w.lower() for w in (label or "").replace(":", " ").split()]
+    words_ = label_words(text)
     if names_a_number(text):
         return number_label_fields(words_[:-1])
     if not words_ or words_[-1] not in LABEL_FIELDS:
@@ -281,8 +281,24 @@ def names_a_number(text: str) -> bool:
     >>> names_a_number("Booking number:"), names_a_number("Email address:")
     (True, False)
     """
-    words_ = (label_line(text) or "").lower().replace(":", " ").split()
+    words_ = label_words(text)
     return bool(words_) and words_[-1] in _NUMBER_WORDS
+
+
+# A qualifier in brackets at a label's end, which forms add to its field ("Personal website (optional):",
+# "Phone (work):"): the field is named before it.
+_LABEL_NOTE = re.compile(r"\s*\([^()]*\)\s*:\s*$")
+
+
+def label_words(text: str) -> list[str]:
+    """The words of the form label the text ends in (text.label_line), lower case, without its colon
+    or a bracketed note at its end; [] where the text ends in no label.
+
+    >>> label_words("Hi,\\n\\nPersonal website (optional):"), label_words("Tel. no.:"), label_words("Call me on")
+    (['personal', 'website'], ['tel.', 'no.'], [])
+    """
+    label = _LABEL_NOTE.sub(":", label_line(text) or "")
+    return label.lower().replace(":", " ").split()
 
 
 def word_slots(text: str) -> list[int]:

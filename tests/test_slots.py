@@ -258,7 +258,8 @@ def test_a_place_named_nearer_than_the_writer_keeps_the_users_address_out(profil
     ("Your email address:", False), ("Emergency contact\nPhone:", False), ("Account name: Greenway\nIBAN:", False),
     ("Please send the signed copy to this address:", False), ("Hi,\n\nCall me on", False),
     ("Name:\nEmail:\nPhone:", True), ("Address:\nLindenstraße 42\nPhone:", False),
-    ("PO number:", False), ("Hi,\n\nMobile number:", False)])
+    ("PO number:", False), ("Hi,\n\nMobile number:", False), ("Hi,\n\nMobile (optional):", True),
+    ("Emergency contact (my partner):", False)])
 def test_form_label_is_a_bare_label_in_a_block_that_names_nobody_else(text, bare):
     """whose.form_label (sentences written for this test).  Bugs caught: a label that names no contact
     field ("Ship to:", someone's role "Plumber:") or a sentence ending in ":" skipping the probe; a
@@ -266,7 +267,8 @@ def test_form_label_is_a_bare_label_in_a_block_that_names_nobody_else(text, bare
     label, the reader's ("Your email address:"), someone else's role ("Emergency contact"), or a block
     with a line filled in already (on its line or the line below), taken for the writer's own label;
     and empty labels above ("Name:\nEmail:") read as filled in, so a blank form's last label was not;
-    a label ending in "number" ("PO number:"), which names no contact field, skipping the probe."""
+    a label ending in "number" ("PO number:"), which names no contact field, skipping the probe;
+    a bracketed note after the field ("Mobile (optional):") hiding it."""
     assert whose.form_label(text) is bare
 
 
@@ -283,6 +285,7 @@ def test_a_bare_form_label_takes_the_users_value_whatever_the_probe_says(profile
     values = lambda prompt: [s.chunk_id for s in engine.generate(request(prompt), record_use=False).spans
                              if s.chunk_id in ids.values()]
     assert values("Hi Jo,\n\nBilling address:") == [ids["address"]]
+    assert values("Hi Jo,\n\nWebsite (if any):") == [ids["website"]]      # a bracketed note after the field
     assert whose.person_cue("Hi Jo,\n\nClient details\nAddress:") is None
     assert values("Hi Jo,\n\nClient details\nAddress:") == []
     monkeypatch.setattr(whose, "form_label", lambda text: False)
@@ -295,12 +298,14 @@ def test_a_bare_form_label_takes_the_users_value_whatever_the_probe_says(profile
     ("Booking number:", {"booking_reference", "tax_id", "iban"}), ("Hi,\n\nMobile number:", {"phone"}),
     ("Work no.:", {"phone"}), ("Here's my number:", None), ("My number:", None),
     ("Contact:", None), ("Please confirm your delivery address", None), ("Web or email address:", {"email"}),
-    ("IP address:", None)])
+    ("IP address:", None), ("Website (if any):", {"website"}), ("Phone (work):", {"phone"}),
+    ("Tel. no. (daytime):", {"phone"})])
 def test_a_form_label_names_its_field_by_its_last_word(text, fields):
     """slots.label_fields.  Bugs caught: "Email address:" read as a postal address (the qualifier, the
     nearest one first), an IP address taken for a postal one, a booking number left open to a phone
     number, a mobile or work number closed to one, "Here's my number:" or a bare "My number:"
-    constrained either way, a sentence taken for a label."""
+    constrained either way, a sentence taken for a label, a bracketed note
+    after the field ("Website (if any):") taken for its last word."""
     assert slots.label_fields(text) == fields
 
 
