@@ -567,7 +567,8 @@ class Decoder:
           proposed (:meth:`lead_word_ahead`; :meth:`value_after_lead_word`);
         - a whole sentence (a snippet) starts a sentence or a clause, never the middle of one;
         - whose: not where the slot classifier reads someone else's detail about as likely
-          (:attr:`Proposal.reads_as_someone_elses`), not a place's contact detail
+          (:attr:`Proposal.reads_as_someone_elses`) unless the writer says "my" in the last words
+          (whose.says_my: "...my contact number is"), not a place's contact detail
           (:meth:`a_places_detail`), then :meth:`writer_owns_slot`; none asked
           where the user typed this value after these very words before (a learned context says
           it is theirs).  Judged someone else's once, the place stays so for the user's values
@@ -587,7 +588,7 @@ class Decoder:
         sentence = is_sentence(proposal.text)
         if proposal.learned:                         # the user's own words before this value: theirs
             return not sentence or at_clause_start(self._text)
-        if proposal.reads_as_someone_elses:          # the typed route's reading (a learned proposal has none)
+        if proposal.reads_as_someone_elses and not whose.says_my(self._text):   # the typed route's reading
             self._someone_elses_here = True
             return False
         if sentence:

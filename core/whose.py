@@ -115,6 +115,18 @@ def person_cue(text: str) -> str | None:
     return None
 
 
+def says_my(text: str) -> bool:
+    """Whether the writer claims what comes next in so many words: "my" among the last four words
+    of the sentence, which names nobody else after it (:func:`person_cue`).
+
+    >>> says_my("Hello Mr. Chen, for the visa paperwork my contact number is"), says_my("My number:")
+    (True, True)
+    >>> says_my("My colleague's number:"), says_my("My flight was late, so call me on")
+    (False, False)
+    """
+    return "my" in _tokens(lead_in(text))[-4:] and person_cue(text) == WRITER
+
+
 def names_a_place(text: str) -> bool:
     """Whether the sentence being written names a place or an organisation nearer the cursor than
     any word for the writer ("I'm", "me", "our"), and not as the writer's own ("my bank", "our

@@ -218,6 +218,22 @@ def test_the_writer_probe_counts_our_as_the_writers_own(profile_engine, monkeypa
     assert ids["phone"] not in values()
 
 
+def test_my_in_the_last_words_outweighs_the_classifiers_someone_elses_reading(profile_engine, monkeypatch):
+    """After a salutation that names the reader, "Regarding the customs form, my contact number is"
+    reads someone else's detail about as likely as the user's phone (OWN_OVER_OTHERS), so the phone
+    did not come though the writer claims it in so many words (whose.says_my; the paper dev set's
+    "Hello Mr. Chen, ... my contact number is").  Control: with says_my off it does not come; and
+    "my colleague's number" names someone else, so says_my stays off there."""
+    engine, ids = profile_engine
+    prompt = "Hi Mr. Ito,\n\nRegarding the customs form, my contact number is"
+    values = lambda: [s.chunk_id for s in engine.generate(GenerationRequest(prompt, max_tokens=12, stop=["\n\n"]),
+                                                          record_use=False).spans]
+    assert values() == [ids["phone"]]
+    assert not whose.says_my("Hi Mr. Ito,\n\nRegarding the customs form, my colleague's number is")
+    monkeypatch.setattr(whose, "says_my", lambda text: False)
+    assert values() == []
+
+
 @pytest.mark.parametrize("text, theirs", [
     ("Hotel address:", True), ("Museum website:", True),                          # a label naming the place
     ("The term dates are on the school website at", True),
