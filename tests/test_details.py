@@ -171,3 +171,22 @@ def test_nothing_runs_on_into_the_users_value_after_a_lone_period(runtime):
     assert not glued(".", "\n\nBest")
     assert not glued(", and", " more")
     assert not glued(" for", ".", "com")          # far from the value, "." then "com" is the model's own
+
+
+def test_no_closing_bracket_the_line_never_opened_after_the_users_value(runtime):
+    """After "Phone:" the suggestion was " (555) 123-4567)": the user's number, then a ")" of the
+    model's that closes nothing (paper profile, bench/cli_profile.py; docs/img/first-line-xvfb.png).  A
+    bracket the line opened before the value may still close: "(mobile: +49 151 2384 7712)"."""
+    from chunkwise.core.decoding import DecodeSettings, Decoder, Piece
+
+    def glued(before: str, value: str, after: str) -> bool:
+        decoder = Decoder(runtime, None, DecodeSettings())
+        decoder._text = before + value
+        decoder._after_value = decoder.after_value(Piece(value, "chunk", 1, "pii", "phone"))
+        return decoder.glues_to_value(Piece(after))
+
+    assert glued("Phone:", " (555) 123-4567", ")")
+    assert glued("Hi,\n\nMy [old] number is", " +49 151 2384 7712", "]")
+    assert not glued("Call me (mobile:", " +49 151 2384 7712", ").")
+    assert not glued("Phone:", " (555) 123-4567", ".")
+    assert glued("(Phone\nMobile:", " +49 151 2384 7712", ")")     # opened on another line: not this one's
