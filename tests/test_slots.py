@@ -202,22 +202,6 @@ def test_person_cue_names_whose_detail_comes_next(text, cue):
     assert whose.person_cue(text) == cue
 
 
-@pytest.mark.parametrize("prompt", ["For urgent problems with the payment API, our on-call number is",
-                                    "Anything urgent about the rollout? Our on-call number is"])
-def test_the_writer_probe_counts_our_as_the_writers_own(profile_engine, monkeypatch, prompt):
-    """A user who writes for their own business says "our", and after "... our on-call number is (that
-    is" the model goes on with " our".  Bug caught: the probe weighed only " my" against " his / her /
-    their / your", so the writer's own group read as someone else's (log-odds -2.42 and -2.18, under
-    the bar of -2.0) and the user's phone did not come (sentences written for this test; the same
-    kind as the paper dev set's "our on-call number is").  Control: with " my" alone it does not."""
-    engine, ids = profile_engine
-    values = lambda: [s.chunk_id for s in engine.generate(GenerationRequest(prompt, max_tokens=12, stop=["\n\n"]),
-                                                          record_use=False).spans]
-    assert values() == [ids["phone"]]
-    monkeypatch.setattr(whose, "PROBE_WRITER", (" my",))
-    assert ids["phone"] not in values()
-
-
 def test_my_in_the_last_words_outweighs_the_classifiers_someone_elses_reading(profile_engine, monkeypatch):
     """After a salutation that names the reader, "Regarding the customs form, my contact number is"
     reads someone else's detail about as likely as the user's phone (OWN_OVER_OTHERS), so the phone
