@@ -16,6 +16,7 @@ field), 45 hard negatives, 30 neutral openings.
 
     python bench/cli_profile.py              # the frozen set; -v prints each case and its continuation
     python bench/cli_profile.py --cases dev  # the set to tune on
+    python bench/cli_profile.py --cases dev --readings   # what the gates read at each case, no generation
 """
 from __future__ import annotations
 
@@ -61,12 +62,49 @@ def evaluate(verbose: bool = False, which: str = "frozen") -> list[dict]:
     return verdicts
 
 
+def readings(which: str) -> None:
+    """For each case, what the gates read at the cursor (the draft read alone, as the CLI sends it):
+    the slot classifier's four top classes and the writer probe's log-odds (core/whose.py)."""
+    import numpy as np
+
+    from chunkwise.core import whose
+    from chunkwise.core.encoding import local_mean, local_rows
+    from chunkwise.core.slots import features
+
+    profile = json.loads(PROFILE.read_text(encoding="utf-8"))
+    cases = json.loads(CASES[which].read_text(encoding="utf-8"))["cases"]
+    engine = Engine(store=ChunkStore(":memory:"), n_threads=2)
+    for f in FIELDS:
+        engine.store.add_chunk(profile[f]["value"], "pii", profile[f]["contexts"][:4], label=f)
+    engine.refresh()
+    rt, m = engine.runtime, engine.matcher
+    try:
+        for case in cases:
+            rt.reset()
+            tokens = rt.tokenize(case["text"], add_special=True)
+            out = rt.sync(tokens, last=local_rows(len(tokens)), hidden=True, copy=True)
+            hidden, local = out.hidden[-1], local_mean(out.hidden)                    # (d,), (d,)
+            probs = m.slots.predict(features(m.stats, hidden[None], local[None], [case["text"]]))[0]
+            top = [(m.slots.classes[i], round(float(probs[i]), 2)) for i in np.argsort(-probs)[:4]]
+            print(f"{case['id']} {case['kind'][:4]} {case.get('field')} top={top} "
+                  f"probe={whose.writer_evidence(rt):.2f} | {case['text'][-60:]!r}", flush=True)
+    finally:
+        engine.store.close()
+        engine.runtime.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--cases", choices=sorted(CASES), default="frozen",
                     help="frozen: the set never tuned on; dev: the set written to tune on")
+    ap.add_argument("--readings", action="store_true",
+                    help="print the classifier's top classes and the writer probe at each case instead")
     args = ap.parse_args()
+    if args.readings:
+        print(f"Machine: {machine()}")
+        readings(args.cases)
+        return
     verdicts = evaluate(args.verbose, args.cases)
     print(f"Machine: {machine()}")
     print(f"The paper's profile (four contexts a field), `chunkwise generate TEXT --max-tokens 24` for each case "

@@ -116,16 +116,19 @@ def corpus_cues() -> str:
 
     own, third = Counter(), Counter()
     own_labels, third_labels = [], []
+    says_my = Counter()                 # whose.says_my: where the classifier's someone-else's reading is not asked
     for path in TRAINING_FILES:
         data = json.loads(path.read_text(encoding="utf-8"))
         own_texts = [t for texts in data["fields"].values() for t in texts]
         own.update(whose.person_cue(t) for t in own_texts)
         third.update(whose.person_cue(t) for t in data.get("third_party", []))
+        says_my.update(own=sum(map(whose.says_my, own_texts)),
+                       third=sum(map(whose.says_my, data.get("third_party", []))))
         own_labels += [t for t in own_texts if whose.form_label(t)]
         third_labels += [t for t in data.get("third_party", []) if whose.form_label(t)]
-    rows = [[name, sum(c.values()), c[whose.WRITER], c[whose.OTHERS], c[None], len(labels)]
-            for name, c, labels in (("the writer's own details", own, own_labels),
-                                    ("someone else's details", third, third_labels))]
+    rows = [[name, sum(c.values()), c[whose.WRITER], c[whose.OTHERS], c[None], len(labels), says_my[key]]
+            for name, c, labels, key in (("the writer's own details", own, own_labels, "own"),
+                                         ("someone else's details", third, third_labels, "third"))]
     # What slots.LABEL_FIELDS rests on: the writer's own labels by their last word, and the fields they are.
     heads: dict[str, Counter] = {}
     for text, field in training_items():
@@ -138,7 +141,7 @@ def corpus_cues() -> str:
     by_head = table(["label's last word", "the writer's own labels: fields"],
                     [[w, ", ".join(f"{f} {n}" for f, n in heads.get(w, Counter()).most_common())] for w in LABEL_FIELDS])
     return (table(["training fragments", "n", "cue: writer", "cue: someone else", "no cue",
-                   "bare form label (whose.form_label)"], rows)
+                   "bare form label (whose.form_label)", "\"my\" in the last words (whose.says_my)"], rows)
             + "\n\nsomeone else's details read as a bare form label: " + "; ".join(repr(t) for t in third_labels)
             + "\n\n" + by_head)
 

@@ -50,9 +50,8 @@ LEAD_IN_WORDS = 0         # words the model may write before one of the user's v
 # place) do not count: "...and sent to" -> " the" is where the user's email goes too, "Hi Maria,\n\nMy
 # name is" -> " Maria" where the user's name does.  Chosen on the dev sets (docs/benchmarks.md).
 GOES_ON = 0.35
-_OPENER = {")": "(", "]": "[", "}": "{"}      # a bracket after a value closes one its line opened, or ends it
-_CLOSERS = frozenset(_OPENER)
 STAND_INS = DETERMINERS | frozenset("that me us him them you it i we he she they here there".split())
+_OPENER = {")": "(", "]": "[", "}": "{"}      # a bracket after a value closes one its line opened, or ends it
 # Words that lead into what follows them, a value among others ("reached by phone" -> " at", "My number"
 # -> " is"): a preposition or a form of "be".  Only such a word of the model's, when it was sure of it
 # (words_go_on), may stand before one of the user's values (Decoder.value_after_lead_word): after "Kind"
@@ -550,9 +549,9 @@ class Decoder:
         first = piece.text[0]
         if self._after_value == "dot":
             return not first.isspace()
-        if first in _CLOSERS:
-            line = self._text.rsplit("\n", 1)[-1]
-            return line.count(_OPENER[first]) <= line.count(first)
+        if first in _OPENER:
+            line = self._text.rsplit("\n", 1)[-1]        # the piece is in the text already (piece_for)
+            return line.count(_OPENER[first]) < line.count(first)
         if first.isspace() or first in ",;:!?\"'":
             return False
         return not (first == "." and (len(piece.text) == 1 or piece.text[1].isspace()))

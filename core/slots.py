@@ -287,17 +287,23 @@ def names_a_number(text: str) -> bool:
 
 # A qualifier in brackets at a label's end, which forms add to its field ("Personal website (optional):",
 # "Phone (work):"): the field is named before it.
-_LABEL_NOTE = re.compile(r"\s*\([^()]*\)\s*:\s*$")
+_LABEL_NOTE = re.compile(r"\s*\(([^()]*)\)\s*:\s*$")
 
 
 def label_words(text: str) -> list[str]:
     """The words of the form label the text ends in (text.label_line), lower case, without its colon
-    or a bracketed note at its end; [] where the text ends in no label.
+    or a bracketed note at its end, unless the note names a field itself ("Address (email):" stays
+    as it is, naming no single field); [] where the text ends in no label.
 
     >>> label_words("Hi,\\n\\nPersonal website (optional):"), label_words("Tel. no.:"), label_words("Call me on")
     (['personal', 'website'], ['tel.', 'no.'], [])
+    >>> label_words("Address (email):")
+    ['address', '(email)']
     """
-    label = _LABEL_NOTE.sub(":", label_line(text) or "")
+    label = label_line(text) or ""
+    note = _LABEL_NOTE.search(label)
+    if note is not None and not set(note.group(1).lower().split()) & (set(LABEL_FIELDS) | _NUMBER_WORDS):
+        label = label[: note.start()] + ":"
     return label.lower().replace(":", " ").split()
 
 

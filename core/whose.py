@@ -37,7 +37,7 @@ WRITER, OTHERS = "writer", "others"
 # their IBAN at "Supplier bank details:" and the email at "address all correspondence to us at"
 # (an organisation's "our" is mostly not the writer's own detail; docs/benchmarks.md).
 OWNER_PROBE = " (that is"
-PROBE_WRITER, PROBE_OTHERS = (" my",), (" his", " her", " their", " your")
+PROBE_WRITER, PROBE_OTHERS = " my", (" his", " her", " their", " your")
 # Log-odds below which a detail the words name nobody for is someone else's.  Chosen on the dev
 # split by right - 2 x errors (python bench/slot_reading.py --split dev; docs/benchmarks.md):
 # -0.5 / -1.0 / -1.5 / -2.0 / -2.5 -> 45 / 50 / 53 / 56 / 57 right, 0 / 1 / 1 / 1 / 2 of 38 someone else's.
@@ -119,14 +119,21 @@ def person_cue(text: str) -> str | None:
 
 def says_my(text: str) -> bool:
     """Whether the writer claims what comes next in so many words: "my" among the last four words
-    of the sentence, which names nobody else after it (:func:`person_cue`).
+    of the sentence, with no one else's or no place's word after it ("my dentist's", "my hotel"),
+    and no one else named after it (:func:`person_cue`).
 
     >>> says_my("Hello Mr. Chen, for the visa paperwork my contact number is"), says_my("My number:")
     (True, True)
-    >>> says_my("My colleague's number:"), says_my("My flight was late, so call me on")
-    (False, False)
+    >>> says_my("My colleague's number:"), says_my("My dentist's number is"), says_my("my hotel is at")
+    (False, False, False)
+    >>> says_my("My flight was late, so call me on")
+    False
     """
-    return "my" in _tokens(lead_in(text))[-4:] and person_cue(text) == WRITER
+    tokens = _tokens(lead_in(text))[-4:]
+    if "my" not in tokens or person_cue(text) != WRITER:
+        return False
+    after = tokens[len(tokens) - tokens[::-1].index("my"):]           # the words after the last "my"
+    return not any(t.endswith(("'s", "s'")) or t in _RELATIONS or t in _PLACES for t in after)
 
 
 def names_a_place(text: str) -> bool:
@@ -269,6 +276,6 @@ def writer_evidence(rt: LlamaRuntime) -> float:
     One peek of three tokens; the cache is left as it was.
     """
     lp = rt.peek(rt.tokenize(OWNER_PROBE, add_special=False))
-    mine = np.logaddexp.reduce([lp[rt.tokenize(w, add_special=False)[0]] for w in PROBE_WRITER])
+    mine = lp[rt.tokenize(PROBE_WRITER, add_special=False)[0]]
     others = [lp[rt.tokenize(w, add_special=False)[0]] for w in PROBE_OTHERS]
     return float(mine - np.logaddexp.reduce(others))

@@ -181,7 +181,7 @@ def test_no_closing_bracket_the_line_never_opened_after_the_users_value(runtime)
 
     def glued(before: str, value: str, after: str) -> bool:
         decoder = Decoder(runtime, None, DecodeSettings())
-        decoder._text = before + value
+        decoder._text = before + value + after              # as Decoder.piece_for leaves it when show() asks
         decoder._after_value = decoder.after_value(Piece(value, "chunk", 1, "pii", "phone"))
         return decoder.glues_to_value(Piece(after))
 
