@@ -67,6 +67,12 @@ _NOT_POSSESSIVE = {"it", "that", "here", "there", "what", "who", "where", "how",
 _AFTER_IS = {"at", "on", "in", "to", "from", "by", "via", "best", "easiest", "quickest", "fastest", "below",
              "above", "here", "there", "still", "now", "just", "also", "always", "probably", "usually",
              "the", "a", "an", "not", "no", "my", "your", "our", "his", "her", "their", "this", "that"}
+# Verbs whose object is the one reached: "call the landlord on", "ring the help desk at".  Over the
+# slot training corpora a contact verb with "the ..." as its object, and no word for the writer after
+# it, comes before 34 more of someone else's details and none of the writer's own (bench/slot_reading.py,
+# its person-cue table: someone else's 899 -> 933, the writer's own 57 -> 57).
+# Not "phone", "text", "email" or "message", which are as often nouns ("my last message — the right email is").
+_CONTACT_VERBS = {"call", "ring", "contact", "reach", "dial"}
 _RELATION_SPAN = 3        # "our billing team": the group noun within three words of "my" / "our"
 # Places and organisations whose phone, email, web or street address an email gives ("the school
 # website at", "Museum website:").  Not "office", "shop", "store", "studio" or "club": a signature's
@@ -92,6 +98,8 @@ def person_cue(text: str) -> str | None:
         t = tokens[i]
         if t in _THIRD_PERSON:
             return OTHERS
+        if t in _CONTACT_VERBS and tokens[i + 1: i + 2] == ["the"]:
+            return OTHERS             # "call the duty line:", "ring the help desk at": the one called owns it
         if t in _FIRST_PERSON:
             after = tokens[i + 1: i + 1 + _RELATION_SPAN]
             return OTHERS if t in ("my", "our") and any(a in _RELATIONS for a in after) else WRITER

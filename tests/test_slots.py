@@ -159,7 +159,8 @@ def test_the_writer_probe_decides_whether_a_value_goes_in(profile_engine, monkey
                                     "Hi,\n\nIf the line drops during the call, please ring her directly at",
                                     "Hi,\n\nFor anything urgent, my husband's mobile is",
                                     "Hi,\n\nIf I'm not around, call my colleague on",
-                                    "Hi,\n\nClient site:"])
+                                    "Hi,\n\nClient site:",
+                                    "Hi all,\n\nOut of hours, call the duty line:"])
 def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_says(profile_engine, monkeypatch,
                                                                                     prompt):
     """The lexical cue outranks the probe: "Sam's portfolio" is Sam's even where the model leans to "my".
@@ -197,6 +198,9 @@ def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_s
     ("We moved, our new company's address is", whose.WRITER),
     ("Client site:", whose.OTHERS), ("Hi,\n\nLandlord:", whose.OTHERS),     # a label naming a relation
     ("IT support hotline:", whose.OTHERS), ("Hi,\n\nClient details\nAddress:", None),  # only the label's own line
+    ("Out of hours, call the duty line:", whose.OTHERS), ("Ring the help desk at", whose.OTHERS),  # the one called
+    ("Call the office or me on", whose.WRITER),                             # the writer named nearer
+    ("So sorry, typo in my last message \u2014 the right email is", whose.WRITER),  # "message" a noun here
 ])
 def test_person_cue_names_whose_detail_comes_next(text, cue):
     assert whose.person_cue(text) == cue
