@@ -33,9 +33,8 @@ from .text import label_line, lead_in
 WRITER, OTHERS = "writer", "others"
 # The model's own continuation of "<text> (that is my|his|her|their|your".  Not " our": counted as the
 # writer's it gained two right values on the paper dev set ("our on-call number is" read -2.2 with " my"
-# alone), but on the frozen sets it put the user's phone at "After hours, call the on-call line:" and
-# their IBAN at "Supplier bank details:" and the email at "address all correspondence to us at"
-# (an organisation's "our" is mostly not the writer's own detail; docs/benchmarks.md).
+# alone), but on the frozen sets it put the user's phone, IBAN and email where an organisation's go
+# (an organisation's "our" is mostly not the writer's own detail; docs/benchmarks.md, "Whose words").
 OWNER_PROBE = " (that is"
 PROBE_WRITER, PROBE_OTHERS = " my", (" his", " her", " their", " your")
 # Log-odds below which a detail the words name nobody for is someone else's.  Chosen on the dev
