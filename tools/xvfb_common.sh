@@ -35,11 +35,11 @@ with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
 PY
 }
 
-editor_with() {         # $1: display, $2: passphrase, $3: a persona whose day-one library is seeded (or none).
-    xvfb_start "$1"     # The editor started on a private display and store, its body clicked and focused.
-    export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring
+editor_with() {         # $1: display, $2: passphrase, $3: a persona whose day-one library is seeded,
+    xvfb_start "$1"     # "paper" for the paper's profile, or none.  The editor started on a private
+    export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring     # display and store, its body focused.
     export CHUNKWISE_PASSPHRASE=$2
-    [ -n "$3" ] && seed_persona "$3"
+    if [ "$3" = paper ]; then seed_paper_profile; elif [ -n "$3" ]; then seed_persona "$3"; fi
     app_start 40
     window_focus
 }

@@ -1,12 +1,7 @@
 #!/bin/bash
 # The editor under Xvfb with a personal library: a bare form label gets the user's address.
 source "$(dirname "$0")/xvfb_common.sh"
-xvfb_start 97
-export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring
-export CHUNKWISE_PASSPHRASE=xvfb-form-label
-seed_paper_profile
-app_start 40
-window_focus
+editor_with 97 xvfb-form-label paper
 xdotool type --delay 50 "Hi Oskar,"
 xdotool key Return Return
 xdotool type --delay 50 "Thanks for the order confirmation."
