@@ -1,0 +1,52 @@
+"""Drop training fragments whose last line is near a case of any bench/data set (used on slot_training_8b.json).
+
+Near: the same last line (words, lower-cased), the same last four words, one last line inside the
+other (four words or more), or half of their distinct words shared.
+
+    python bench/data/tried/near_cases.py RAW.json [OUT.json]    # prints what it drops; writes OUT
+"""
+import json, re, glob, sys
+root = '/work/main/bench/data'
+def strings(o):
+    if isinstance(o, str): yield o
+    elif isinstance(o, dict):
+        for v in o.values(): yield from strings(v)
+    elif isinstance(o, list):
+        for v in o: yield from strings(v)
+cases = set()
+for f in glob.glob(root + '/**/*.json', recursive=True):
+    if '/tried/' in f: continue
+    for s in strings(json.load(open(f))):
+        if len(s) >= 6: cases.add(s)
+W = lambda s: re.findall(r"[a-z0-9']+", s.lower())
+def last_line(s): return s.rstrip().split('\n')[-1]
+case_lines = []
+for c in cases:
+    w = W(last_line(c))
+    if w: case_lines.append((tuple(w), set(w), c))
+def near(frag):
+    w = W(last_line(frag)); sw = set(w)
+    if not w: return None
+    for cw, cs, c in case_lines:
+        if tuple(w) == cw: return c
+        if len(w) >= 4 and len(cw) >= 4 and tuple(w[-4:]) == cw[-4:]: return c
+        if len(sw) >= 3 and len(cs) >= 3 and len(sw & cs) / len(sw | cs) >= 0.5: return c
+        if min(len(w), len(cw)) >= 4 and (' '.join(w) in ' '.join(cw) or ' '.join(cw) in ' '.join(w)): return c
+    return None
+path = sys.argv[1]
+d = json.load(open(path))
+removed = []
+def keep(lst):
+    out = []
+    for t in lst:
+        c = near(t)
+        if c is None: out.append(t)
+        else: removed.append((t, c))
+    return out
+d['fields'] = {k: keep(v) for k, v in d['fields'].items()}
+d['third_party'] = keep(d['third_party']); d['neutral'] = keep(d['neutral'])
+for t, c in removed: print(repr(t[-70:]), '  <~>  ', repr(c[-70:]))
+print(len(removed), 'removed', len(cases), 'case strings')
+if len(sys.argv) > 2:
+    d['_about'] += f" {len(removed)} fragments whose last line is near a case's in bench/data (equal, same last four words, one inside the other, or half their words shared) were removed before training."
+    json.dump(d, open(sys.argv[2], 'w'), ensure_ascii=False, indent=1)
