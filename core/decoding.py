@@ -51,7 +51,11 @@ LEAD_IN_WORDS = 0         # words the model may write before one of the user's v
 # name is" -> " Maria" where the user's name does.  Chosen on the dev sets (docs/benchmarks.md).
 GOES_ON = 0.35
 STAND_INS = DETERMINERS | frozenset("that me us him them you it i we he she they here there".split())
-_OPENER = {")": "(", "]": "[", "}": "{"}      # a bracket after a value closes one its line opened, or ends it
+_OPENER = {")": "(", "]": "[", "}": "{"}
+# Marks that end a phrase: where the model is as sure of one right after the user's word ("Kind regards"
+# -> ",", "Phone" -> ":"), the mark comes before any value ("Kind regards John Doe," read as one line).
+PHRASE_MARKS = frozenset(",;:.!?")
+LEADING_MARKS = frozenset(",:")   # ... of which these may lead into a value ("Kind regards," + name, "Phone:" + number)      # a bracket after a value closes one its line opened, or ends it
 # Words that lead into what follows them, a value among others ("reached by phone" -> " at", "My number"
 # -> " is"): a preposition or a form of "be".  Only such a word of the model's, when it was sure of it
 # (words_go_on), may stand before one of the user's values (Decoder.value_after_lead_word): after "Kind"
@@ -264,6 +268,9 @@ class Decoder:
         # (None, that word).  Right after the model has written exactly that word (at_lead_word), that
         # value, or with None any of the user's values, may still come.
         self._lead_word: tuple[int | None, str] | None = None
+        # At the cursor, a value kept out for the mark the model is sure of first (mark_first: "Kind regards"
+        # -> ","): that mark as the model writes it.  Right after it, the user's values may still come.
+        self._mark_first: str | None = None
         self._text = ""           # prompt tail + generated text, for matching's words
         self._encoder = Encoder(rt)
         # Without chunks to match (or kNN), no hidden states: the plain path of the
@@ -600,6 +607,10 @@ class Decoder:
             return at_clause_start(self._text)       # the writer's own sentence: no what-if probe asked
         if self.after_determiner(proposal) or self.reader_named_here(proposal):
             return False
+        if logits is not None and self.mark_first(logits):
+            if not self.past_cursor():
+                self._mark_first = self.top_word(logits)     # the model writes it; the value may follow it
+            return False
         if logits is not None and self.words_go_on(logits, proposal):
             word = self.top_word(logits)
             if not self.past_cursor() and word.strip().lower() in LEAD_WORDS:
@@ -649,6 +660,16 @@ class Decoder:
             return False
         return token_probability(logits, int(np.argmax(logits))) >= GOES_ON
 
+    def mark_first(self, logits: np.ndarray) -> bool:
+        """Right after a letter or digit, the model's most likely next token is a mark that ends a phrase
+        (:data:`PHRASE_MARKS`) with at least :data:`GOES_ON`: "...\n\nKind regards" -> "," and "Phone" -> ":"
+        come before the user's value, not after it ("Kind regards John Doe,").  The next step asks
+        again after the mark, where a line the model breaks ("Kind regards," + "\n") starts with the name."""
+        if not self._text.rstrip(" \t")[-1:].isalnum():
+            return False
+        mark = self.top_word(logits).strip()
+        return bool(mark) and set(mark) <= PHRASE_MARKS and token_probability(logits, int(np.argmax(logits))) >= GOES_ON
+
     def top_word(self, logits: np.ndarray) -> str:
         """The text of the model's most likely next token (*logits*, (V,)), as it would be written."""
         return self.rt.piece(int(np.argmax(logits))).decode("utf-8", "replace")
@@ -696,11 +717,16 @@ class Decoder:
         """Whether the text written so far still leads into one of the user's own chunks: no more
         than LEAD_IN_WORDS words of the model's and no sentence or line ended since the cursor, or
         just the lead-in word the model was sure of (:meth:`at_lead_word`; fits_here then lets only
-        that word's value through)."""
+        that word's value through), or just the comma or colon it was sure of (:meth:`after_mark`)."""
         lead_in = self._text[self._prompt_chars:]
-        if self.at_lead_word():
+        if self.at_lead_word() or self.after_mark(lead_in):
             return True
         return len(lead_in.split()) <= LEAD_IN_WORDS and not any(ch in lead_in for ch in ".!?\n")
+
+    def after_mark(self, lead_in: str) -> bool:
+        """Whether all the model has written is the mark it was sure of before a value at the cursor
+        (:meth:`mark_first`), one that may lead into a value (:data:`LEADING_MARKS`): a comma or a colon."""
+        return self._mark_first is not None and lead_in == self._mark_first and set(lead_in) <= LEADING_MARKS
 
     def past_cursor(self) -> bool:
         """Whether the model has written anything in this suggestion yet."""
@@ -772,9 +798,11 @@ class Decoder:
     def draft_after(self, token: int, proposal: Proposal | None) -> tuple[list[int], bool]:
         """Tokens that may follow *token*: a chunk the matcher was not sure of, else an n-gram."""
         room = self.s.max_tokens - (self.stats.tokens - self._heal_steps) - 1
-        if self.drafter is None or room <= 0 or self._typed_left or (
+        mark = self._mark_first is not None and not self.past_cursor()   # the next step asks again after it
+        if self.drafter is None or room <= 0 or self._typed_left or mark or (
                 self.s.first_rank is not None and self._heal_steps == self.stats.tokens + 1):
-            return [], False          # (a draft is checked without heal's mask, and without an alternative's rank)
+            return [], False          # (a draft is checked without heal's mask, and without an alternative's rank;
+                                      # after a mark the next step asks for the value: mark_first)
         if proposal is not None:
             chunk = self._continuation_tokens(proposal)
             k = self._draft_len.next("chunk")

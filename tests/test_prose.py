@@ -113,6 +113,46 @@ def test_which_next_words_keep_a_value_out(library, runtime, word, p, value, goe
     assert d.words_go_on(logits, proposal) is False
 
 
+@pytest.mark.parametrize("mark, p, first", [
+    (",", 0.9, True), (":", 0.9, True), (".", 0.9, True),      # the model writes the mark before any value
+    (",", GOES_ON - 0.05, False),                               # the bar
+    (" (", 0.9, False), (" the", 0.9, False), (" +", 0.9, False)])   # not a mark that ends a phrase
+def test_a_mark_the_model_is_sure_of_comes_before_the_value(library, runtime, mark, p, first):
+    """Decoder.mark_first on a distribution that puts *p* on *mark*.  Bugs caught: "...\n\nKind regards"
+    got " Jonas Berg," on the same line (the model is sure of "," there; the gate looked only at words),
+    a bracket or a "+" that opens the value itself taken for a mark, and the bar applied the wrong way."""
+    engine, _ids = library
+    d = Decoder(runtime, engine.matcher, DecodeSettings())
+    d._text = "Thanks for the help.\n\nKind regards"
+    token = runtime.tokenize(mark, add_special=False)
+    assert len(token) == 1, mark
+    logits = np.full(runtime.n_vocab, -1e9, np.float32)
+    logits[token[0]] = 0.0
+    others = [t for t in range(1000, 1010) if t != token[0]]
+    logits[others] = float(np.log((1 - p) / len(others) / p))
+    assert d.mark_first(logits) is first
+    d._text += ","                                           # after punctuation the gate is not asked
+    assert d.mark_first(logits) is False
+
+
+def test_a_sign_off_without_its_comma_gets_the_comma_then_the_name_below(library):
+    """End to end, the editor's request.  Bug caught: a pause after "Kind regards" (no comma yet) gave
+    " Jonas Berg," on the same line, read as "Kind regards Jonas Berg,".  Now the model's comma
+    comes first and the name, one chunk, starts the next line.  After a colon the model writes, the
+    value may come too (own_chunks_fit, after_mark): a label without its colon, "Website" + ":" + the
+    value, not "Website https://...", and not the colon alone (own_chunks_fit counted it as a word)."""
+    engine, ids = library
+    for text in ("Thanks for your help with the move.\n\nKind regards",
+                 "Hope the trip went well, speak soon.\n\nBest wishes"):
+        out = engine.generate(Settings().suggestion_request(text), record_use=False)
+        assert [s.chunk_id for s in out.spans][:1] == [ids["name"]], (text, out.text)
+        assert out.text.split(PROFILE["name"][0])[0] == ",\n", (text, out.text)   # the comma, then a new line
+    text = "Hi Jo,\n\nHere are my details for the form.\n\nWebsite"     # the model: ":" 0.66
+    out = engine.generate(Settings().suggestion_request(text), record_use=False)
+    assert [s.chunk_id for s in out.spans][:1] == [ids["website"]], out.text
+    assert out.text.split(PROFILE["website"][0])[0].rstrip(" \n") == ":", out.text
+
+
 def test_a_value_the_user_began_typing_is_not_inserted_whole(judge):
     """Bug caught: after "Best regards,\\nJonas Berg\\nSite" the suggestion was " Site Manager" (the
     word typed twice).  With nothing of it typed, the job title goes on the signature's next line."""
