@@ -51,11 +51,13 @@ LEAD_IN_WORDS = 0         # words the model may write before one of the user's v
 # name is" -> " Maria" where the user's name does.  Chosen on the dev sets (docs/benchmarks.md).
 GOES_ON = 0.35
 STAND_INS = DETERMINERS | frozenset("that me us him them you it i we he she they here there".split())
-_OPENER = {")": "(", "]": "[", "}": "{"}
-# Marks that end a phrase: where the model is as sure of one right after the user's word ("Kind regards"
-# -> ",", "Phone" -> ":"), the mark comes before any value ("Kind regards John Doe," read as one line).
+_OPENER = {")": "(", "]": "[", "}": "{"}      # a bracket after a value closes one its line opened, or ends it
+# Marks that end a phrase: where the model is as sure (GOES_ON) of one right after the user's word
+# ("Kind regards" -> ",", "Phone" -> ":"), the mark comes before any value ("Kind regards John Doe,"
+# read as one line: Decoder.mark_first).  A comma or colon then leads into the value kept out for it,
+# as a lead word does (LEAD_WORDS).
 PHRASE_MARKS = frozenset(",;:.!?")
-LEADING_MARKS = frozenset(",:")   # ... of which these may lead into a value ("Kind regards," + name, "Phone:" + number)      # a bracket after a value closes one its line opened, or ends it
+LEADING_MARKS = frozenset(",:")
 # Words that lead into what follows them, a value among others ("reached by phone" -> " at", "My number"
 # -> " is"): a preposition or a form of "be".  Only such a word of the model's, when it was sure of it
 # (words_go_on), may stand before one of the user's values (Decoder.value_after_lead_word): after "Kind"
@@ -263,14 +265,12 @@ class Decoder:
         # address where "... at" was someone else's as much; tests/test_slots.py).
         self._someone_elses_here = False
         # At the cursor, a value kept out only because the model was sure of a lead-in word first
-        # (words_go_on: "reached by phone" -> " at"): (its chunk id, that word as the model writes it);
+        # (words_go_on: "reached by phone" -> " at"; or mark_first: "Kind regards" -> ","): (its chunk id,
+        # that word or mark as the model writes it);
         # or, where no value was proposed and the model's next word is a lead word (lead_word_ahead),
         # (None, that word).  Right after the model has written exactly that word (at_lead_word), that
         # value, or with None any of the user's values, may still come.
         self._lead_word: tuple[int | None, str] | None = None
-        # At the cursor, a value kept out for the mark the model is sure of first (mark_first: "Kind regards"
-        # -> ","): that mark as the model writes it.  Right after it, the user's values may still come.
-        self._mark_first: str | None = None
         self._text = ""           # prompt tail + generated text, for matching's words
         self._encoder = Encoder(rt)
         # Without chunks to match (or kNN), no hidden states: the plain path of the
@@ -454,9 +454,11 @@ class Decoder:
         proposal = self.matcher.propose(state.hidden, state.local, self._text, **ask)
         proposed = proposal is not None          # anything, even if the gates below turn it away
         # Where the model would break the line ("Kind regards," then the name), the chunk starts a line.
-        # Not after the model's lead word: "reach me by email at" + a new line + the address reads badly.
+        # Not after the model's lead word: "reach me by email at" + a new line + the address reads badly
+        # (after its comma, "Kind regards," + a new line + the name is the point).
+        lead_word = self.at_lead_word() and self._lead_word[1].strip().isalpha()
         self._line_break = (proposal is not None and self.rt.piece(choice) == b"\n"
-                            and not (self.at_lead_word() and proposal.kind not in REPEATABLE_KINDS))
+                            and not (lead_word and proposal.kind not in REPEATABLE_KINDS))
         if proposal is not None and proposal.kind not in REPEATABLE_KINDS:
             # The writer probe runs a decode: state.logits may be a view into llama.cpp's output
             # buffer (decode_step's copy=False), so keep this step's logits before it is overwritten.
@@ -482,7 +484,7 @@ class Decoder:
         if self.past_cursor() or self._lead_word is not None or self._someone_elses_here or not self.own_chunks_fit():
             return False
         word = self.top_word(logits)
-        return word[:1] == " " and word.strip().lower() in LEAD_WORDS and self._text.rstrip(" \t")[-1:].isalnum()
+        return word[:1] == " " and word.strip().lower() in LEAD_WORDS and self.after_word()
 
     def own_line_ahead(self, token: int, state: _State) -> str | None:
         """At the start of a line, where the model (*token*, its choice) begins writing a value of the
@@ -576,7 +578,8 @@ class Decoder:
           at the start of a line the model breaks there, never after words the
           model made up, except the one lead-in word the model was sure of before a value proposed
           at the cursor, and then only that value, or the lead word the model chose where none was
-          proposed (:meth:`lead_word_ahead`; :meth:`value_after_lead_word`);
+          proposed (:meth:`lead_word_ahead`; :meth:`value_after_lead_word`), or the comma or colon it
+          was sure of first (:meth:`mark_first`: "Kind regards" -> "," and then the name);
         - a whole sentence (a snippet) starts a sentence or a clause, never the middle of one;
         - whose: not where the slot classifier reads someone else's detail about as likely
           (:attr:`Proposal.reads_as_someone_elses`) unless the writer says "my" in the last words
@@ -607,9 +610,10 @@ class Decoder:
             return at_clause_start(self._text)       # the writer's own sentence: no what-if probe asked
         if self.after_determiner(proposal) or self.reader_named_here(proposal):
             return False
-        if logits is not None and self.mark_first(logits):
-            if not self.past_cursor():
-                self._mark_first = self.top_word(logits)     # the model writes it; the value may follow it
+        if logits is not None and not self.at_lead_word() and self.mark_first(logits):
+            mark = self.top_word(logits)
+            if not self.past_cursor() and set(mark) <= LEADING_MARKS:
+                self._lead_word = (proposal.chunk_id, mark)  # the value may come after the model's comma instead
             return False
         if logits is not None and self.words_go_on(logits, proposal):
             word = self.top_word(logits)
@@ -652,23 +656,31 @@ class Decoder:
         word that could stand where a value goes (:data:`STAND_INS`, or a capitalised word): the phrase is not finished
         ("Kind" -> " regards").  Not after punctuation, where a value may stand apart ("see my
         personal website," -> " and" 0.35 or more, bench/entities.py)."""
-        if not self._text.rstrip(" \t")[-1:].isalnum():
+        if not self.after_word():
             return False
         word = self.top_word(logits).strip()
         if (not word.isalpha() or word[0].isupper() or word.lower() in STAND_INS
                 or proposal.text.lstrip().lower().startswith(word.lower())):
             return False
+        return self.model_sure(logits)
+
+    def after_word(self) -> bool:
+        """Whether the text ends in a letter or digit (spaces aside): the user's word, not punctuation."""
+        return self._text.rstrip(" \t")[-1:].isalnum()
+
+    def model_sure(self, logits: np.ndarray) -> bool:
+        """Whether the model's most likely next token (*logits*, (V,)) has at least :data:`GOES_ON`."""
         return token_probability(logits, int(np.argmax(logits))) >= GOES_ON
 
     def mark_first(self, logits: np.ndarray) -> bool:
         """Right after a letter or digit, the model's most likely next token is a mark that ends a phrase
         (:data:`PHRASE_MARKS`) with at least :data:`GOES_ON`: "...\n\nKind regards" -> "," and "Phone" -> ":"
-        come before the user's value, not after it ("Kind regards John Doe,").  The next step asks
-        again after the mark, where a line the model breaks ("Kind regards," + "\n") starts with the name."""
-        if not self._text.rstrip(" \t")[-1:].isalnum():
-            return False
+        come before the user's value, not after it ("Kind regards John Doe,").  A comma or colon is then
+        noted as a lead word (:data:`LEADING_MARKS`, ``_lead_word``): right after the model writes it,
+        that value may still come (:meth:`value_after_lead_word`), where a line the model breaks
+        ("Kind regards," + "\n") starts with the name."""
         mark = self.top_word(logits).strip()
-        return bool(mark) and set(mark) <= PHRASE_MARKS and token_probability(logits, int(np.argmax(logits))) >= GOES_ON
+        return self.after_word() and bool(mark) and set(mark) <= PHRASE_MARKS and self.model_sure(logits)
 
     def top_word(self, logits: np.ndarray) -> str:
         """The text of the model's most likely next token (*logits*, (V,)), as it would be written."""
@@ -716,25 +728,20 @@ class Decoder:
     def own_chunks_fit(self) -> bool:
         """Whether the text written so far still leads into one of the user's own chunks: no more
         than LEAD_IN_WORDS words of the model's and no sentence or line ended since the cursor, or
-        just the lead-in word the model was sure of (:meth:`at_lead_word`; fits_here then lets only
-        that word's value through), or just the comma or colon it was sure of (:meth:`after_mark`)."""
+        just the lead-in word or mark the model was sure of (:meth:`at_lead_word`; fits_here then lets only
+        that word's value through)."""
         lead_in = self._text[self._prompt_chars:]
-        if self.at_lead_word() or self.after_mark(lead_in):
+        if self.at_lead_word():
             return True
         return len(lead_in.split()) <= LEAD_IN_WORDS and not any(ch in lead_in for ch in ".!?\n")
-
-    def after_mark(self, lead_in: str) -> bool:
-        """Whether all the model has written is the mark it was sure of before a value at the cursor
-        (:meth:`mark_first`), one that may lead into a value (:data:`LEADING_MARKS`): a comma or a colon."""
-        return self._mark_first is not None and lead_in == self._mark_first and set(lead_in) <= LEADING_MARKS
 
     def past_cursor(self) -> bool:
         """Whether the model has written anything in this suggestion yet."""
         return len(self._text) > self._prompt_chars
 
     def at_lead_word(self) -> bool:
-        """Whether all the model has written so far is the lead-in word it was sure of before a value
-        at the cursor (``_lead_word``, recorded in :meth:`fits_here`)."""
+        """Whether all the model has written so far is the lead-in word or mark it was sure of before a
+        value at the cursor (``_lead_word``, recorded in :meth:`fits_here`)."""
         return self._lead_word is not None and self._text[self._prompt_chars:] == self._lead_word[1]
 
     def writer_owns_slot(self) -> bool:
@@ -798,11 +805,10 @@ class Decoder:
     def draft_after(self, token: int, proposal: Proposal | None) -> tuple[list[int], bool]:
         """Tokens that may follow *token*: a chunk the matcher was not sure of, else an n-gram."""
         room = self.s.max_tokens - (self.stats.tokens - self._heal_steps) - 1
-        mark = self._mark_first is not None and not self.past_cursor()   # the next step asks again after it
-        if self.drafter is None or room <= 0 or self._typed_left or mark or (
+        lead = self._lead_word is not None and not self.past_cursor()   # the next step asks for the value after it
+        if self.drafter is None or room <= 0 or self._typed_left or lead or (
                 self.s.first_rank is not None and self._heal_steps == self.stats.tokens + 1):
-            return [], False          # (a draft is checked without heal's mask, and without an alternative's rank;
-                                      # after a mark the next step asks for the value: mark_first)
+            return [], False          # (a draft is checked without heal's mask, and without an alternative's rank)
         if proposal is not None:
             chunk = self._continuation_tokens(proposal)
             k = self._draft_len.next("chunk")

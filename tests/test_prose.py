@@ -116,31 +116,48 @@ def test_which_next_words_keep_a_value_out(library, runtime, word, p, value, goe
 @pytest.mark.parametrize("mark, p, first", [
     (",", 0.9, True), (":", 0.9, True), (".", 0.9, True),      # the model writes the mark before any value
     (",", GOES_ON - 0.05, False),                               # the bar
-    (" (", 0.9, False), (" the", 0.9, False), (" +", 0.9, False)])   # not a mark that ends a phrase
-def test_a_mark_the_model_is_sure_of_comes_before_the_value(library, runtime, mark, p, first):
-    """Decoder.mark_first on a distribution that puts *p* on *mark*.  Bugs caught: "...\n\nKind regards"
-    got " Jonas Berg," on the same line (the model is sure of "," there; the gate looked only at words),
-    a bracket or a "+" that opens the value itself taken for a mark, and the bar applied the wrong way."""
-    engine, _ids = library
+    (" (", 0.9, False), (" +", 0.9, False)])                   # a bracket or "+" may open the value itself
+def test_a_mark_the_model_is_sure_of_comes_before_the_value(library, runtime, monkeypatch, mark, p, first):
+    """Decoder.mark_first, asked in fits_here, on a distribution that puts *p* on *mark*.  Bugs caught:
+    the gate looking only at words ("Kind regards" -> " Jonas Berg," on one line), a bracket or "+"
+    taken for a mark, the bar applied the wrong way; and after the mark: a comma or colon noted as the
+    lead-in of that value only (not a full stop, not another value of the user's)."""
+    engine, ids = library
     d = Decoder(runtime, engine.matcher, DecodeSettings())
     d._text = "Thanks for the help.\n\nKind regards"
+    d._prompt_chars = len(d._text)
+    monkeypatch.setattr(d, "writer_owns_slot", lambda: True)
     token = runtime.tokenize(mark, add_special=False)
     assert len(token) == 1, mark
     logits = np.full(runtime.n_vocab, -1e9, np.float32)
     logits[token[0]] = 0.0
     others = [t for t in range(1000, 1010) if t != token[0]]
     logits[others] = float(np.log((1 - p) / len(others) / p))
+
+    def value(field: str) -> Proposal:
+        return Proposal(ids[field], "pii", field, PROFILE[field][0], (), 0.9, 0.9, 1.0, someone_elses=0.0)
+
     assert d.mark_first(logits) is first
-    d._text += ","                                           # after punctuation the gate is not asked
-    assert d.mark_first(logits) is False
+    assert d.fits_here(value("name"), logits) is not first
+    noted = first and mark in (",", ":")
+    assert d._lead_word == ((ids["name"], mark) if noted else None)
+    d._text += mark                                  # the model writes it; the next step asks again
+    assert d.mark_first(logits) is False             # after punctuation the gate is not asked
+    assert d.own_chunks_fit() is noted
+    newline = np.full(runtime.n_vocab, -1e9, np.float32)
+    newline[runtime.tokenize("\n", add_special=False)[0]] = 0.0       # the model breaks the line next
+    if noted:
+        assert d.fits_here(value("name"), newline)                  # the value kept out for the mark
+        assert not d.fits_here(value("website"), newline)           # ... and no other
 
 
 def test_a_sign_off_without_its_comma_gets_the_comma_then_the_name_below(library):
     """End to end, the editor's request.  Bug caught: a pause after "Kind regards" (no comma yet) gave
     " Jonas Berg," on the same line, read as "Kind regards Jonas Berg,".  Now the model's comma
     comes first and the name, one chunk, starts the next line.  After a colon the model writes, the
-    value may come too (own_chunks_fit, after_mark): a label without its colon, "Website" + ":" + the
-    value, not "Website https://...", and not the colon alone (own_chunks_fit counted it as a word)."""
+    value may come too (noted as a lead word): a label without its colon, "Website" + ":" + the value
+    (on that line or the next), not "Website https://...", and not the colon alone (own_chunks_fit
+    counted it as a word of the model's)."""
     engine, ids = library
     for text in ("Thanks for your help with the move.\n\nKind regards",
                  "Hope the trip went well, speak soon.\n\nBest wishes"):
