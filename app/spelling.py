@@ -42,6 +42,9 @@ class Speller:
         self.words_file = words_file
         self._checker = None
         self.personal: set[str] = set()
+        # Words of the user's library values (their name, street, company): theirs, so not flagged.
+        # Kept in memory only, from the library as it is now (set_library), never written to words.txt.
+        self.library: set[str] = set()
         if words_file is not None:
             try:
                 self.personal = {w.strip().lower() for w in words_file.read_text(encoding="utf-8").splitlines()
@@ -58,8 +61,8 @@ class Speller:
         return self._checker
 
     def misspelled(self, word: str) -> bool:
-        if len(word) < 2 or word.isupper() or word.lower() in self.personal:
-            return False                      # initials, acronyms, the user's own words
+        if len(word) < 2 or word.isupper() or word.lower() in self.personal or word.lower() in self.library:
+            return False                      # initials, acronyms, the user's own words and library values
         return not self._known(word.lower().strip("'"))
 
     @lru_cache(maxsize=20000)
@@ -77,6 +80,16 @@ class Speller:
         if word[:1].isupper():
             found = [w[:1].upper() + w[1:] for w in found]
         return found
+
+    def set_library(self, values) -> bool:
+        """Take the words of the user's library *values* as theirs; whether that changed anything.
+
+        >>> s = Speller(None); s.set_library(["Mara Lindqvist", "Nordhavn Properties"]), s.misspelled("Lindqvist")
+        (True, False)
+        """
+        words = {w.lower() for value in values for w in WORD.findall(value)}
+        changed, self.library = words != self.library, words
+        return changed
 
     def add(self, word: str) -> None:
         """Never flag *word* again (kept across sessions)."""

@@ -396,6 +396,9 @@ class ComposeWindow(QMainWindow, EmailActions):
         """*size*: worker.library_size.  Without an entry of the user's own (an empty library, a locked
         one, or only phrases mined from their mail) the readier detail alternative can bring nothing."""
         self._library_entries = size["entries"]
+        if self.speller.set_library(size.get("values", ())):     # the user's name is no misspelling
+            for editor in (self.body_edit, self.subject_edit):
+                editor.spelling.rehighlight()
         self.model_label.setText(f"{self.model_name} · library ready")
         entries = f"{size['entries']} entr{'y' if size['entries'] == 1 else 'ies'}"
         self.model_label.setToolTip(f"The model is {self.model_name}. Your library has {entries} of your "

@@ -268,6 +268,11 @@ class ChunkMatcher(MatchingState):
         propose: the only kind the editor's readier detail alternative can bring (engine.detail_offered)."""
         return len(self._own)
 
+    @property
+    def own_values(self) -> tuple[str, ...]:
+        """The values of the user's own library entries (not phrases mined from their mail)."""
+        return tuple(self._own.values())
+
     def at_threshold(self, threshold: float) -> "ChunkMatcher":
         """This matcher at another threshold, for one request: the same index, chunks and classifier
         (nothing copied but the attributes' references; the threshold is read only while proposing)."""

@@ -251,6 +251,38 @@ def answer(qtbot, dialog, what, action):
     return got.args[1]
 
 
+def test_the_users_library_values_are_not_spelling_mistakes(qtbot, make_window):
+    """A name or street from the user's own library is theirs: not underlined once the entry is in
+    the library, underlined again once it is deleted.  Bug caught: "Mara Lindqvist" inserted from the
+    library under "Kind regards," got a red wavy line under "Lindqvist" (tools/xvfb_sign_off_comma.sh)."""
+    from PySide6.QtGui import QTextCharFormat
+
+    from chunkwise.app.library import LibraryDialog
+
+    w = make_window()
+    body = w.body_edit
+
+    def underlined(word):
+        block = body.document().lastBlock()
+        start = block.text().index(word)
+        return any(f.start <= start < f.start + f.length and f.format.underlineStyle() == QTextCharFormat.SpellCheckUnderline
+                   for f in block.layout().formats())
+
+    body.setPlainText("Kind regards,\nIngrid Solvberg of Kvernhusvegen")
+    assert underlined("Solvberg") and underlined("Kvernhusvegen")
+    dialog = LibraryDialog(w)
+    qtbot.addWidget(dialog)
+    with qtbot.waitSignal(w.worker.store_ready, timeout=WAIT):
+        cid = answer(qtbot, dialog, "add", lambda: dialog.add_chunk(values={
+            "text": "Ingrid Solvberg", "kind": "pii", "label": "name", "contexts": ["My name is", "Best,"]}))
+    assert cid
+    assert not underlined("Solvberg") and underlined("Kvernhusvegen")       # only the library's words
+    dialog.table.selectRow(0)
+    with qtbot.waitSignal(w.worker.store_ready, timeout=WAIT):
+        answer(qtbot, dialog, "delete", lambda: dialog.delete_selected(confirm=False))
+    assert underlined("Solvberg")
+
+
 def test_library_round_trip(qtbot, make_window, tmp_path):
     from chunkwise.app.library import LibraryDialog
 
