@@ -366,6 +366,7 @@ class ComposeWindow(QMainWindow, EmailActions):
 
     def _on_load_failed(self, message: str) -> None:
         self.model_ready = False
+        self._show_words_of([])                  # the library closed with the engine: its words go too
         self.progress.setVisible(False)
         self.model_label.setText("No model loaded")
         QMessageBox.warning(self, "Chunkwise: model not loaded",
@@ -396,14 +397,18 @@ class ComposeWindow(QMainWindow, EmailActions):
         """*size*: worker.library_size.  Without an entry of the user's own (an empty library, a locked
         one, or only phrases mined from their mail) the readier detail alternative can bring nothing."""
         self._library_entries = size["entries"]
-        if self.speller.set_library(size.get("values", ())):     # the user's name is no misspelling
-            for editor in (self.body_edit, self.subject_edit):
-                editor.spelling.rehighlight()
+        self._show_words_of(size.get("values", ()))
         self.model_label.setText(f"{self.model_name} · library ready")
         entries = f"{size['entries']} entr{'y' if size['entries'] == 1 else 'ies'}"
         self.model_label.setToolTip(f"The model is {self.model_name}. Your library has {entries} of your "
                                     f"own; {size['contexts']} phrase(s) lead into them and into the phrases "
                                     "learned from your writing.")
+
+    def _show_words_of(self, values) -> None:
+        """The words of the user's personal details (*values*) are no misspelling ("Lindqvist")."""
+        if self.speller.set_library(values):
+            for editor in (self.body_edit, self.subject_edit):
+                editor.spelling.rehighlight()
 
     def _cancel_job(self) -> None:
         if self.worker:

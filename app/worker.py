@@ -54,11 +54,11 @@ MODEL_ALONE = "Suggestions come from the model alone. Tools â†’ Unlock libraryâ€
 
 def library_size(engine) -> dict:
     """What matching can use now, as the window shows it: {"contexts": phrases that lead into entries,
-    "entries": the user's own library entries (not mined phrases), "values": their values, for the
-    spelling check (held in memory only)}; zeros without an engine."""
+    "entries": the user's own library entries (not mined phrases), "values": their personal details'
+    values, for the spelling check (held in memory only)}; zeros without an engine."""
     if engine is None:
         return {"contexts": 0, "entries": 0, "values": ()}
-    return {"contexts": engine.contexts, "entries": engine.library_entries, "values": engine.library_values}
+    return {"contexts": engine.contexts, "entries": engine.library_entries, "values": engine.detail_values}
 
 
 class ModelWorker(QObject):

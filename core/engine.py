@@ -397,10 +397,10 @@ class Engine:
         return self.matcher.library_entries
 
     @property
-    def library_values(self) -> tuple[str, ...]:
-        """The values of the user's own library entries matching can use now (none while locked or
+    def detail_values(self) -> tuple[str, ...]:
+        """The values of the user's personal details matching can use now (none while locked or
         empty): the editor's spelling check takes their words as the user's (a name, a street)."""
-        return self.matcher.own_values
+        return self.matcher.detail_values
 
     @property
     def has_knn(self) -> bool:

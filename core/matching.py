@@ -269,9 +269,10 @@ class ChunkMatcher(MatchingState):
         return len(self._own)
 
     @property
-    def own_values(self) -> tuple[str, ...]:
-        """The values of the user's own library entries (not phrases mined from their mail)."""
-        return tuple(self._own.values())
+    def detail_values(self) -> tuple[str, ...]:
+        """The values of the user's personal details (kind "pii": a name, a street, a company), not their
+        snippets (a typo in one is no word to accept) nor phrases mined from their mail."""
+        return tuple(v for chunk_id, v in self._own.items() if self._chunks[chunk_id]["kind"] == "pii")
 
     def at_threshold(self, threshold: float) -> "ChunkMatcher":
         """This matcher at another threshold, for one request: the same index, chunks and classifier
