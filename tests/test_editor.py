@@ -284,7 +284,7 @@ def test_the_users_library_values_are_not_spelling_mistakes(qtbot, make_window):
         assert answer(qtbot, dialog, "add", lambda: dialog.add_chunk(values={
             "text": "I am off on Fridya afternoons.", "kind": "snippet", "label": "days off",
             "contexts": ["Just so you know,"]}))
-    qtbot.wait(200)
+    qtbot.waitUntil(lambda: "2 entries" in w.model_label.toolTip(), timeout=WAIT)   # the window has heard of it
     assert underlined("Fridya") and not underlined("Solvberg")            # a snippet's typo stays one
     dialog.table.selectAll()
     with qtbot.waitSignal(w.worker.store_ready, timeout=WAIT):
