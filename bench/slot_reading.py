@@ -90,15 +90,17 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
     return rows, cut
 
 
-def replay(rows: list[dict], cut: float, bar: float, cue: bool = True, lead: tuple[float, float] | None = None) -> dict:
+def replay(rows: list[dict], cut: float, bar: float, cue: bool = True, lead: tuple[float, float] | None = None,
+           rival: float = 0.0) -> dict:
     """*lead* (share, times): the tried clear lead (bench/data/tried/clear-lead.patch): a reading at
-    least *times* its rival's passes at *share* of the cut."""
+    least *times* its rival's passes at *share* of the cut.  *rival*: a reading fills only where it is
+    at least that many times the best reading of another of the user's fields (--rival)."""
     counts = {"right": 0, "wrong": 0, "third_party": 0, "neutral": 0}
     for r in rows:
         through = whose.writer_owns(r["cue"] if cue else None, lambda: r["probe"], bar, label=r["label"])
         passes = r["agreement"] >= cut or (lead is not None and r["agreement"] >= lead[0] * cut
                                            and r["agreement"] >= lead[1] * r["rival"])
-        filled = (passes and through and not r["place"]
+        filled = (passes and through and not r["place"] and r["agreement"] >= rival * r["rival"]
                   and not someone_elses_here(r["agreement"], r["someone_elses"]))
         if r["kind"] == "positive":
             counts["right"] += filled and r["best"] == r["field"]
@@ -151,7 +153,23 @@ def main() -> None:
     ap.add_argument("--split", choices=("dev", "test"), default="dev")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--clear-lead", action="store_true", help="replay the tried clear lead (shares of the cut, times the rival)")
+    ap.add_argument("--rival", action="store_true", help="replay a bar on the best reading against another field's")
     args = ap.parse_args()
+    if args.rival:
+        rows, cut = read_cases(args.split, args.verbose)
+        n = {k: sum(r["kind"] == k for r in rows) for k in ("positive", "third_party", "neutral")}
+        out = []
+        for times in (0.0, 1.25, 1.5, 2.0, 2.5, 3.0):
+            c = replay(rows, cut, -2.0, True, rival=times)
+            out.append([f"{times:g}", f"{c['right']}/{n['positive']}", c["wrong"], f"{c['third_party']}/{n['third_party']}",
+                        f"{c['neutral']}/{n['neutral']}"])
+        print(f"### {args.split}: the best reading against another field's, replayed at the cursor "
+              f"(type cut {cut:.2f}, probe bar -2.0)\n")
+        print(table(["times the rival", "right", "wrong field", "third party", "neutral"], out))
+        for r in rows:
+            if r["kind"] == "positive" and r["agreement"] >= cut and r["agreement"] < 3 * r["rival"]:
+                print(f"  {r['id']} {r['field']}: best {r['best']} {r['agreement']:.2f}, rival {r['rival']:.2f}")
+        return
     if args.clear_lead:
         rows, cut = read_cases(args.split, args.verbose)
         n = sum(r["kind"] == "positive" for r in rows)

@@ -73,6 +73,12 @@ TYPE_POWER = 1.064       # (1 - TYPE_FLOOR) * 0.3 ** TYPE_POWER = 0.25
 # user's own 49 / 49 / 49 / 49 / 49 / 48 of 60), then through the editor's request (bench/entities.py:
 # 16 -> 9 of 100, own 47 of 60 kept); bench/personal.py dev unchanged.  docs/benchmarks.md.
 OWN_OVER_OTHERS = 2.5
+# Where the classifier reads two of the user's own fields nearly alike ("Our office line, in case email
+# is slow, is" -> email 0.53, phone 0.29), it cannot tell which goes here, and a phone number where the
+# email belongs is worse than nothing (issue 10): the best must read this many times the best of another
+# field at the default threshold, 1 (no rule) at 0 (rival_ratio).  Chosen on the dev splits of
+# bench/personal.py and bench/cli_profile.py (bench/slot_reading.py --rival); docs/benchmarks.md.
+RIVAL_OVER = 2.0
 VALUE_BEGUN_CHARS = 4     # characters of a value typed (spaces aside) before its rest is offered
 # What a value's start has and a word does not: a digit, "@", "+", "/", "#", "_", or a dot inside a word
 # ("mara.lind").  Not a comma, a dash or a full stop after a word: "Thanks," begins a snippet and a sentence alike.
@@ -159,10 +165,28 @@ def type_cutoff(threshold: float) -> float:
     return TYPE_FLOOR + (1.0 - TYPE_FLOOR) * min(max(threshold, 0.0), 1.0) ** TYPE_POWER
 
 
-def threshold_reaching(agreement: float) -> float:
-    """The highest threshold at which *agreement* still passes: the inverse of :func:`type_cutoff`."""
+def rival_ratio(threshold: float) -> float:
+    """How many times the best reading of another of the user's fields a typed chunk's agreement must
+    be at *threshold*: 1 at 0 (the best reading wins, however near the next), RIVAL_OVER at the default 0.3.
+
+    >>> rival_ratio(0.0), rival_ratio(0.3), round(rival_ratio(0.1), 2)
+    (1.0, 2.0, 1.33)
+    """
+    return 1.0 + (RIVAL_OVER - 1.0) * min(max(threshold, 0.0), 1.0) / 0.3
+
+
+def threshold_reaching(agreement: float, rival: float = 0.0) -> float:
+    """The highest threshold at which *agreement* still passes: the inverse of :func:`type_cutoff`, and
+    of :func:`rival_ratio` against *rival*, the best reading of another of the user's fields.
+
+    >>> round(threshold_reaching(0.35), 2), round(threshold_reaching(0.6, rival=0.3), 2)
+    (0.3, 0.3)
+    """
     x = (agreement - TYPE_FLOOR) / (1.0 - TYPE_FLOOR)
-    return x ** (1.0 / TYPE_POWER) if x > 0 else x
+    reach = x ** (1.0 / TYPE_POWER) if x > 0 else x
+    if rival > 0 and RIVAL_OVER > 1:
+        reach = min(reach, 0.3 * (agreement / rival - 1.0) / (RIVAL_OVER - 1.0))
+    return reach
 
 
 @dataclass
@@ -534,6 +558,8 @@ class ChunkMatcher(MatchingState):
             return None
         skip, recent = set(exclude), text[-2000:]
         named = label_fields(text)          # a form label's own field ("Invoice address:"), whatever is read
+        if named is not None:
+            agreement = {k: v for k, v in agreement.items() if self.typed_field(k) in named}
         for chunk_id, score in sorted(agreement.items(), key=lambda kv: kv[1], reverse=True):
             if score < self.type_cutoff * SENTENCE_CUT:
                 return None
@@ -546,12 +572,24 @@ class ChunkMatcher(MatchingState):
             cut = self.type_cutoff * (SENTENCE_CUT if lowered else 1.0)
             if score < cut or chunk_id in skip or info["text"] in recent or self.avoided(chunk_id, text):
                 continue
-            if named is not None and self.typed_field(chunk_id) not in named:
-                continue
+            if self.rival_near(chunk_id, score, agreement):
+                return None               # two of the user's fields read alike: neither (nor a weaker one)
             return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
                             tokens=self._tokens[self._typed_label[chunk_id]], match=round(score, 4),
                             score=score, q=1.0, someone_elses=others)
         return None
+
+    def rival_near(self, chunk_id: int, score: float, agreement: dict[int, float]) -> bool:
+        """Whether another field of the user's reads nearly as well as *chunk_id*'s (*score*) in
+        *agreement* (chunk id -> reading): under :func:`rival_ratio` times the best such reading.
+        Chunks whose values have already been written count too: the classifier still cannot tell
+        which of the two fields comes here."""
+        return score < rival_ratio(self.threshold) * self.rival_of(chunk_id, agreement)
+
+    def rival_of(self, chunk_id: int, agreement: dict[int, float]) -> float:
+        """The best reading in *agreement* (chunk id -> reading) of a typed chunk of another field than *chunk_id*'s."""
+        field = self.typed_field(chunk_id)
+        return max((a for k, a in agreement.items() if self.typed_field(k) != field), default=0.0)
 
 
 class Once:

@@ -193,8 +193,9 @@ def insertion_places(engine, text: str, limit: int = 3000, progress: Progress | 
             progress(p.at, len(tokens))
         so_far = p.text                  # from the first token: a BOS, where the model adds one, spells nothing
         best = None
-        for chunk_id, agreement in matcher.type_agreement(p.hidden, p.local, so_far).items():
-            reach = threshold_reaching(agreement)
+        readings = matcher.type_agreement(p.hidden, p.local, so_far)
+        for chunk_id, agreement in readings.items():
+            reach = threshold_reaching(agreement, matcher.rival_of(chunk_id, readings))
             if best is None or reach > best[1]:
                 best = (chunk_id, reach)
         for cand in matcher.candidates(p.hidden, p.local, so_far, last_token=p.last_token,

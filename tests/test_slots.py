@@ -105,6 +105,23 @@ def test_a_place_that_reads_as_much_someone_elses_gets_no_user_value(profile_eng
     assert addresses("Hello,\n\nMy home address is") == [ids["address"]]
 
 
+@pytest.mark.parametrize("prompt", ["You can reach me at", "Contact:"])
+def test_two_of_the_users_fields_read_alike_get_neither(profile_engine, monkeypatch, prompt):
+    """Where the classifier reads two of the user's fields nearly alike (phone 0.36 and email 0.32
+    after "You can reach me at"; email 0.40 and phone 0.24 after "Contact:"), it cannot tell which one
+    the user means, and the nearer winner went in: a phone number where the email may belong.  Now
+    neither goes in (matching.RIVAL_OVER).  The control switches the rule off and the best reading's
+    value comes, so only the rule keeps it out; a clear reading ("Ping me at": email 0.78, the next
+    field 0.05) still brings its value with the rule on.  (None of these phrasings is in a bench set.)"""
+    engine, ids = profile_engine
+    values = lambda text: [s.chunk_id for s in engine.generate(
+        GenerationRequest(text, max_tokens=12, stop=["\n\n"]), record_use=False).spans]
+    assert values(prompt) == []
+    assert values("Ping me at") == [ids["email"]]
+    monkeypatch.setattr(matching, "RIVAL_OVER", 1.0)
+    assert values(prompt)[:1] in ([ids["phone"]], [ids["email"]])
+
+
 def test_a_place_judged_someone_elses_stays_so_through_the_spaces_the_model_writes(runtime, monkeypatch):
     """Decoder.fits_here at the cursor and one space later.  Bug caught: after "The garage is located
     at" was ruled out (address 0.62 against someone else's 0.36), the model wrote a space and the
