@@ -523,7 +523,7 @@ class Decoder:
             return None
         # The writer probe decodes: keep this step's logits (maybe a view into llama.cpp's buffer) first.
         state.logits = np.array(state.logits, copy=True)
-        if not self.writer_owns_slot():
+        if not self.writer_owns_slot(found):
             self._someone_elses_here = True
             return None
         return found
@@ -622,7 +622,7 @@ class Decoder:
             return False
         if self.a_places_detail(proposal):
             return False                             # the words, not a reading: the next value is judged afresh
-        if self._someone_elses_here or not self.writer_owns_slot():
+        if self._someone_elses_here or not self.writer_owns_slot(proposal):
             self._someone_elses_here = True          # a value: judged once at the cursor, not after each space
             return False
         return True
@@ -744,16 +744,18 @@ class Decoder:
         value at the cursor (``_lead_word``, recorded in :meth:`fits_here`)."""
         return self._lead_word is not None and self._text[self._prompt_chars:] == self._lead_word[1]
 
-    def writer_owns_slot(self) -> bool:
+    def writer_owns_slot(self, proposal: Proposal | None = None) -> bool:
         """The user's own detail, not a colleague's or the hotel's (core/whose.py).
 
         Words that name someone else ("her mobile's", "Sam's portfolio")
         decide; a bare form label ("Billing address:") is the writer's
         (whose.form_label); otherwise the model's what-if continuation does: one peek of
         three tokens (the cache is left as it was), only at steps where one of
-        the user's own chunks was about to be proposed.
+        the user's own chunks was about to be proposed.  For a *proposal* whose stored lead-ins
+        speak for a group ("Our office is located at", whose.speaks_as_we), "our" is the writer's too.
         """
-        return whose.writer_owns(whose.person_cue(self._text), lambda: whose.writer_evidence(self.rt),
+        group = proposal is not None and self.matcher is not None and self.matcher.chunk_info(proposal.chunk_id)["group"]
+        return whose.writer_owns(whose.person_cue(self._text), lambda: whose.writer_evidence(self.rt, group),
                                  label=whose.form_label(self._text))
 
     def accept(self, proposal: Proposal) -> bool:

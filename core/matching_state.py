@@ -30,6 +30,7 @@ from .index import VectorIndex
 from .slots import features as slot_features, shape_fields
 from .store import DISMISSED, LEARNED, ChunkStore
 from .text import is_sentence, words
+from .whose import speaks_as_we
 
 CALIBRATION_QUERIES = 1000   # background rows whose best match sets the background level
 CALIBRATION_K = 8            # nearest contexts each of them looks at
@@ -197,7 +198,8 @@ class MatchingState:
             if learned:             # only chunks with some: the map is rebuilt from them at every edit
                 self._chunk_phrases[chunk.id] = learned
             bag = m.chunk_words((c.text for c in chunk.contexts), chunk.label)
-            self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag}
+            self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag,
+                                      "group": speaks_as_we(c.text for c in chunk.contexts)}
             if chunk.kind not in m.REPEATABLE_KINDS:
                 self._own[chunk.id] = chunk.text.strip()
         self._phrases = self._phrase_map()

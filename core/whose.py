@@ -21,7 +21,7 @@ it is the writer's ("Our clinic is located at"): :func:`names_a_place`.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -37,6 +37,9 @@ WRITER, OTHERS = "writer", "others"
 # (an organisation's "our" is mostly not the writer's own detail; docs/benchmarks.md, "Whose words").
 OWNER_PROBE = " (that is"
 PROBE_WRITER, PROBE_OTHERS = " my", (" his", " her", " their", " your")
+# ... except for a value the user's own lead-ins speak of as a group's (speaks_as_we: "Our office is
+# located at", "Visit us at", the CD-LM paper's profile): then " our" is the writer's too.
+PROBE_GROUP = " our"
 # Log-odds below which a detail the words name nobody for is someone else's.  Chosen on the dev
 # split by right - 2 x errors (python bench/slot_reading.py --split dev; docs/benchmarks.md):
 # -0.5 / -1.0 / -1.5 / -2.0 / -2.5 -> 45 / 50 / 53 / 56 / 57 right, 0 / 1 / 1 / 1 / 2 of 38 someone else's.
@@ -46,6 +49,7 @@ OWNER_MIN = -2.0
 _TOKEN_RE = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*'?", re.UNICODE)
 _FIRST_PERSON = {"i", "me", "my", "mine", "myself", "i'm", "i've", "i'll", "i'd",
                  "we", "us", "our", "ours", "ourselves", "we're", "we've", "we'll", "we'd"}
+_WE = {"we", "us", "our", "ours", "ourselves", "we're", "we've", "we'll", "we'd"}
 # Not "they": a subject "they" is mostly things or whoever acts ("they're all on", "they can call").
 _THIRD_PERSON = {"he", "she", "him", "her", "hers", "his", "their", "theirs", "them", "whose",
                  "he's", "she's", "he'll", "she'll", "he'd", "she'd", "himself", "herself", "themselves"}
@@ -122,6 +126,23 @@ def person_cue(text: str) -> str | None:
     if label is not None and any(t in _RELATIONS for t in _tokens(label)):
         return OTHERS
     return None
+
+
+def speaks_as_we(contexts: Iterable[str]) -> bool:
+    """Whether the user's own lead-ins for one of their values speak for a group more often than for
+    themselves: the value is their business's, and a business's "our" before it is the writer's.
+
+    >>> speaks_as_we(["Our office is located at", "Visit us at", "My address:"]), speaks_as_we(["My number is", "Call me on"])
+    (True, False)
+    >>> speaks_as_we(["Phone:"]), speaks_as_we([])
+    (False, False)
+    """
+    we = i = 0
+    for context in contexts:
+        tokens = set(_tokens(context))
+        we += bool(tokens & _WE)
+        i += bool(tokens & (_FIRST_PERSON - _WE))
+    return we > i
 
 
 def says_my(text: str) -> bool:
@@ -277,12 +298,16 @@ def writer_owns(cue: str | None, evidence: Callable[[], float], bar: float = OWN
     return cue != OTHERS and (label or evidence() > bar)
 
 
-def writer_evidence(rt: LlamaRuntime) -> float:
-    """Log-odds that the detail after the cached text is the writer's own rather than someone else's.
+def writer_evidence(rt: LlamaRuntime, group: bool = False) -> float:
+    """Log-odds that the detail after the cached text is the writer's own rather than someone else's;
+    with *group*, "our" counts as the writer's as "my" does (a value the user speaks of as their
+    group's, :func:`speaks_as_we`).
 
     One peek of three tokens; the cache is left as it was.
     """
     lp = rt.peek(rt.tokenize(OWNER_PROBE, add_special=False))
     mine = lp[rt.tokenize(PROBE_WRITER, add_special=False)[0]]
+    if group:
+        mine = np.logaddexp(mine, lp[rt.tokenize(PROBE_GROUP, add_special=False)[0]])
     others = [lp[rt.tokenize(w, add_special=False)[0]] for w in PROBE_OTHERS]
     return float(mine - np.logaddexp.reduce(others))

@@ -122,6 +122,29 @@ def test_two_of_the_users_fields_read_alike_get_neither(profile_engine, monkeypa
     assert values(prompt)[:1] in ([ids["phone"]], [ids["email"]])
 
 
+def test_our_is_the_writers_where_the_user_speaks_of_that_value_as_their_groups(profile_engine, runtime):
+    """The paper's profile stores the phone with a business's lead-ins ("Should you need further
+    information our number is", "Don't hesitate to give us a call at"), so a business's "our" before a
+    phone is the user's own (whose.speaks_as_we; the writer probe counts " our" with " my").  Bug
+    caught: the probe weighed " our" as nobody's and "our direct number is" read as someone else's, so a
+    user writing for their own business did not get their number.  The same user with the phone stored
+    as their own ("My number is") keeps it out of the same sentence, as an organisation's line."""
+    engine, ids = profile_engine
+    prompt = "For billing problems with the service, our direct number is"     # the probe: -2.24 with " my" alone, -0.05 with " our"
+    request = GenerationRequest(prompt, max_tokens=12, stop=["\n\n"])
+    assert [s.chunk_id for s in engine.generate(request, record_use=False).spans] == [ids["phone"]]
+    mine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+    try:
+        for field, entry in paper_profile().items():      # the same library, but the phone is the user's own
+            contexts = ["My number is", "Call me on", "You can reach me at"] if field == "phone" else entry["contexts"][:4]
+            mine.store.add_chunk(entry["value"], "pii", contexts, label=field)
+        mine.refresh()
+        assert mine.generate(request, record_use=False).spans == []
+    finally:
+        mine.store.close()
+        runtime.reset()
+
+
 def test_a_place_judged_someone_elses_stays_so_through_the_spaces_the_model_writes(runtime, monkeypatch):
     """Decoder.fits_here at the cursor and one space later.  Bug caught: after "The garage is located
     at" was ruled out (address 0.62 against someone else's 0.36), the model wrote a space and the
