@@ -43,7 +43,7 @@ def judge(library, runtime, monkeypatch):
     def fits(text: str, field: str, logits: bool = True, line_break: bool = False) -> bool:
         d = Decoder(runtime, engine.matcher, DecodeSettings())
         d._text, d._prompt_chars, d._line_break = text, len(text), line_break
-        monkeypatch.setattr(d, "writer_owns_slot", lambda: True)
+        monkeypatch.setattr(d, "writer_owns_slot", lambda *_: True)
         value = Proposal(ids[field], "pii", field, PROFILE[field][0], (), 0.9, 0.9, 1.0, someone_elses=0.0)
         step = None
         if logits:
@@ -126,7 +126,7 @@ def test_a_mark_the_model_is_sure_of_comes_before_the_value(library, runtime, mo
     d = Decoder(runtime, engine.matcher, DecodeSettings())
     d._text = "Thanks for the help.\n\nKind regards"
     d._prompt_chars = len(d._text)
-    monkeypatch.setattr(d, "writer_owns_slot", lambda: True)
+    monkeypatch.setattr(d, "writer_owns_slot", lambda *_: True)
     token = runtime.tokenize(mark, add_special=False)
     assert len(token) == 1, mark
     logits = np.full(runtime.n_vocab, -1e9, np.float32)
@@ -298,7 +298,7 @@ def test_after_the_models_lead_word_only_that_value_comes(library, runtime, monk
     d = Decoder(runtime, engine.matcher, DecodeSettings())
     d._text, d._prompt_chars = text + " at", len(text)
     d._lead_word = (ids["email"], " at")
-    monkeypatch.setattr(d, "writer_owns_slot", lambda: True)
+    monkeypatch.setattr(d, "writer_owns_slot", lambda *_: True)
     runtime.reset()
     logits = np.array(runtime.sync(runtime.tokenize(d._text), last=1, hidden=False).logits[-1], copy=True)
 
@@ -339,7 +339,7 @@ def test_a_value_may_follow_the_models_lead_word_where_none_was_proposed(runtime
         assert not d.lead_word_ahead(logits_after(text))                             # judged someone else's place
         d = Decoder(runtime, engine.matcher, DecodeSettings())
         d._text, d._prompt_chars = text + " at", len(text)
-        monkeypatch.setattr(d, "writer_owns_slot", lambda: True)
+        monkeypatch.setattr(d, "writer_owns_slot", lambda *_: True)
         value = Proposal(company, "pii", "company", "Tidewater Studios", (), 0.99, 0.99, 1.0, someone_elses=0.0)
         after = logits_after(text + " at")
         assert not d.fits_here(value, after)             # the model's own word, and nothing noted before it

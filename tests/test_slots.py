@@ -162,7 +162,7 @@ def test_a_place_judged_someone_elses_stays_so_through_the_spaces_the_model_writ
     def decoder(text: str, owns: bool) -> Decoder:
         d = Decoder(runtime, None, DecodeSettings())
         d._text, d._prompt_chars = text, len(text)
-        monkeypatch.setattr(d, "writer_owns_slot", lambda: owns)
+        monkeypatch.setattr(d, "writer_owns_slot", lambda *_: owns)
         return d
 
     monkeypatch.setattr(whose, "_PLACES", set())       # "the garage" names a place too: the readings alone
@@ -174,7 +174,7 @@ def test_a_place_judged_someone_elses_stays_so_through_the_spaces_the_model_writ
 
     d = decoder("Hi,\n\nFor anything urgent, ring", owns=False)
     assert not d.fits_here(value(0.9, 0.0))             # the writer probe says someone else's
-    monkeypatch.setattr(d, "writer_owns_slot", lambda: True)
+    monkeypatch.setattr(d, "writer_owns_slot", lambda *_: True)
     d._text += " "
     assert not d.fits_here(value(0.9, 0.0))             # ... and that holds through the space
 
@@ -188,9 +188,9 @@ def test_the_writer_probe_decides_whether_a_value_goes_in(profile_engine, monkey
     """Where the model says the detail is someone else's, the user's value stays out; otherwise it goes in."""
     engine, ids = profile_engine
     prompt = "Hi Tom,\n\nIf the line drops during the interview, please ring me directly at"
-    monkeypatch.setattr(whose, "writer_evidence", lambda rt: -10.0)
+    monkeypatch.setattr(whose, "writer_evidence", lambda rt, group=False: -10.0)
     assert engine.generate(GenerationRequest(prompt, max_tokens=12), record_use=False).spans == []
-    monkeypatch.setattr(whose, "writer_evidence", lambda rt: 10.0)
+    monkeypatch.setattr(whose, "writer_evidence", lambda rt, group=False: 10.0)
     out = engine.generate(GenerationRequest(prompt, max_tokens=12), record_use=False)
     assert [s.chunk_id for s in out.spans][:1] == [ids["phone"]]
 
@@ -208,7 +208,7 @@ def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_s
     classifier's own someone-else's reading (OWN_OVER_OTHERS) is switched off: it keeps "ring her
     directly at" out too, and would hide a broken cue."""
     engine, ids = profile_engine
-    monkeypatch.setattr(whose, "writer_evidence", lambda rt: 10.0)
+    monkeypatch.setattr(whose, "writer_evidence", lambda rt, group=False: 10.0)
     monkeypatch.setattr(matching, "OWN_OVER_OTHERS", 0.0)
 
     def users_values():
@@ -328,7 +328,7 @@ def test_a_bare_form_label_takes_the_users_value_whatever_the_probe_says(profile
     only form_label tells them apart), and neither does the bare label once form_label is switched
     off (the control: only that rule lets it in)."""
     engine, ids = profile_engine
-    monkeypatch.setattr(whose, "writer_evidence", lambda rt: -10.0)
+    monkeypatch.setattr(whose, "writer_evidence", lambda rt, group=False: -10.0)
     request = lambda prompt: GenerationRequest(prompt, max_tokens=16, stop=["\n\n"])
     values = lambda prompt: [s.chunk_id for s in engine.generate(request(prompt), record_use=False).spans
                              if s.chunk_id in ids.values()]
@@ -451,7 +451,7 @@ def test_only_a_places_contact_details_are_kept_out(runtime, monkeypatch):
     def decoder(text: str) -> Decoder:
         d = Decoder(runtime, engine.matcher, DecodeSettings())
         d._text, d._prompt_chars = text, len(text)
-        monkeypatch.setattr(d, "writer_owns_slot", lambda: True)
+        monkeypatch.setattr(d, "writer_owns_slot", lambda *_: True)
         return d
 
     assert decoder("Bank details:").fits_here(value("iban"))
