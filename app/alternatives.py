@@ -4,8 +4,9 @@ Once the best suggestion has arrived, the lane that serves suggestions works out
 ALTERNATIVES more, one after another.  The first asks the same request more readily
 (``GenerationRequest.readier``: the similarity threshold at READY_THRESHOLD) and is kept only where
 it brings one of the user's library entries the suggestion does not (``detail_offered``): a detail
-the slot classifier reads too weakly to insert unasked ("Ship to:" -> the address) is then one
-Alt+] away, and the status bar names it ("1/2 · Alt+] Address").  The others each start with the
+the slot classifier reads too weakly to insert unasked ("Ship to:" -> the address), or only a little
+ahead of another of the user's fields ("You can reach me at": the phone, the email close behind;
+matching.rival_ratio), is then one Alt+] away, and the status bar names it ("1/2 · Alt+] Address").  The others each start with the
 model's next likeliest token (``GenerationRequest.first_rank``); where the best suggestion is one
 of the user's library entries, the first of them is therefore the model's own text.  Typing,
 moving the cursor or taking a suggestion cancels them, as it cancels the suggestion itself.

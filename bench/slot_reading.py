@@ -30,7 +30,7 @@ from chunkwise.core import ChunkStore, Engine  # noqa: E402
 from chunkwise.core import whose  # noqa: E402
 from chunkwise.core.matching import someone_elses_here  # noqa: E402
 from chunkwise.core.encoding import local_mean, local_rows  # noqa: E402
-from chunkwise.core.slots import features, label_fields  # noqa: E402
+from chunkwise.core.slots import features  # noqa: E402
 
 BARS = (-0.5, -1.0, -1.5, -2.0, -2.5)
 
@@ -69,11 +69,10 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
             hidden, local = out.hidden[-1], local_mean(out.hidden)                # (d,), (d,)
             probs = m.slots.predict(features(m.stats, hidden[None], local[None], [text]))[0]
             agreement, others = m.type_readings(hidden, local, text)
-            named = label_fields(text)       # as ChunkMatcher.typed_proposal: a label's own field
-            agreement = {k: v for k, v in agreement.items() if named is None or m.typed_field(k) in named}
+            agreement = m.labelled(agreement, text)      # as ChunkMatcher.typed_proposal: a label's own field
             best, score = max(agreement.items(), key=lambda kv: kv[1]) if agreement else (None, 0.0)
-            # The best reading among the user's chunks of another field (--clear-lead's rival).
-            rival = max((a for k, a in agreement.items() if m.typed_field(k) != m.typed_field(best)), default=0.0)
+            # The best reading among the user's chunks of another field (--clear-lead's and --rival's rival).
+            rival = m.rival_of(best, agreement) if best is not None else 0.0
             row = {"id": c["id"], "kind": c["kind"], "field": c.get("field"), "best": field_of.get(best),
                    "agreement": score, "rival": rival, "someone_elses": others,
                    "probe": whose.writer_evidence(rt), "cue": whose.person_cue(text),
@@ -91,16 +90,16 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
 
 
 def replay(rows: list[dict], cut: float, bar: float, cue: bool = True, lead: tuple[float, float] | None = None,
-           rival: float = 0.0) -> dict:
+           rival_times: float = 0.0) -> dict:
     """*lead* (share, times): the tried clear lead (bench/data/tried/clear-lead.patch): a reading at
-    least *times* its rival's passes at *share* of the cut.  *rival*: a reading fills only where it is
-    at least that many times the best reading of another of the user's fields (--rival)."""
+    least *times* its rival's passes at *share* of the cut.  *rival_times*: a reading fills only where
+    it is at least that many times the best reading of another of the user's fields (--rival)."""
     counts = {"right": 0, "wrong": 0, "third_party": 0, "neutral": 0}
     for r in rows:
         through = whose.writer_owns(r["cue"] if cue else None, lambda: r["probe"], bar, label=r["label"])
         passes = r["agreement"] >= cut or (lead is not None and r["agreement"] >= lead[0] * cut
                                            and r["agreement"] >= lead[1] * r["rival"])
-        filled = (passes and through and not r["place"] and r["agreement"] >= rival * r["rival"]
+        filled = (passes and through and not r["place"] and r["agreement"] >= rival_times * r["rival"]
                   and not someone_elses_here(r["agreement"], r["someone_elses"]))
         if r["kind"] == "positive":
             counts["right"] += filled and r["best"] == r["field"]
@@ -160,7 +159,7 @@ def main() -> None:
         n = {k: sum(r["kind"] == k for r in rows) for k in ("positive", "third_party", "neutral")}
         out = []
         for times in (0.0, 1.25, 1.5, 2.0, 2.5, 3.0):
-            c = replay(rows, cut, -2.0, True, rival=times)
+            c = replay(rows, cut, -2.0, True, rival_times=times)
             out.append([f"{times:g}", f"{c['right']}/{n['positive']}", c["wrong"], f"{c['third_party']}/{n['third_party']}",
                         f"{c['neutral']}/{n['neutral']}"])
         print(f"### {args.split}: the best reading against another field's, replayed at the cursor "

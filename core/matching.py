@@ -167,12 +167,13 @@ def type_cutoff(threshold: float) -> float:
 
 def rival_ratio(threshold: float) -> float:
     """How many times the best reading of another of the user's fields a typed chunk's agreement must
-    be at *threshold*: 1 at 0 (the best reading wins, however near the next), RIVAL_OVER at the default 0.3.
+    be at *threshold*: 1 at 0 (no rule: the best reading wins, however near the next), RIVAL_OVER at
+    the default (DEFAULT_THRESHOLD), rising in a straight line.
 
     >>> rival_ratio(0.0), rival_ratio(0.3), round(rival_ratio(0.1), 2)
     (1.0, 2.0, 1.33)
     """
-    return 1.0 + (RIVAL_OVER - 1.0) * min(max(threshold, 0.0), 1.0) / 0.3
+    return 1.0 + (RIVAL_OVER - 1.0) * min(max(threshold, 0.0), 1.0) / DEFAULT_THRESHOLD
 
 
 def threshold_reaching(agreement: float, rival: float = 0.0) -> float:
@@ -185,7 +186,7 @@ def threshold_reaching(agreement: float, rival: float = 0.0) -> float:
     x = (agreement - TYPE_FLOOR) / (1.0 - TYPE_FLOOR)
     reach = x ** (1.0 / TYPE_POWER) if x > 0 else x
     if rival > 0 and RIVAL_OVER > 1:
-        reach = min(reach, 0.3 * (agreement / rival - 1.0) / (RIVAL_OVER - 1.0))
+        reach = min(reach, DEFAULT_THRESHOLD * (agreement / rival - 1.0) / (RIVAL_OVER - 1.0))
     return reach
 
 
@@ -378,7 +379,8 @@ class ChunkMatcher(MatchingState):
         return type_cutoff(self.threshold)
 
     def chunk_info(self, chunk_id: int) -> dict:
-        """kind, label, text and words of a chunk matching knows."""
+        """kind, label, text and words of a chunk matching knows, and "group": whether its stored
+        lead-ins speak for a group (whose.speaks_as_we)."""
         return self._chunks[chunk_id]
 
     # ------------------------------------------------------------ proposing
@@ -552,15 +554,17 @@ class ChunkMatcher(MatchingState):
 
     def typed_proposal(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
                        exclude: Iterable[int] = (), whitened: "Once | None" = None) -> Proposal | None:
-        """The typed chunk (phone, email, address...) whose field the slot classifier expects here, if sure enough."""
+        """The typed chunk (phone, email, address...) whose field the slot classifier expects here, if sure
+        enough; None also where another field of the user's reads nearly as well (:meth:`rival_near`)."""
         agreement, others = self.type_readings(hidden, hidden_local, text, whitened)
+        agreement = self.labelled(agreement, text)
         if not agreement:
             return None
         skip, recent = set(exclude), text[-2000:]
-        named = label_fields(text)          # a form label's own field ("Invoice address:"), whatever is read
-        if named is not None:
-            agreement = {k: v for k, v in agreement.items() if self.typed_field(k) in named}
-        for chunk_id, score in sorted(agreement.items(), key=lambda kv: kv[1], reverse=True):
+        # What may come here at all: not excluded, not written lately, not turned down at these words.
+        open_ = {k: v for k, v in agreement.items()
+                 if k not in skip and self._chunks[k]["text"] not in recent and not self.avoided(k, text)}
+        for chunk_id, score in sorted(open_.items(), key=lambda kv: kv[1], reverse=True):
             if score < self.type_cutoff * SENTENCE_CUT:
                 return None
             info = self._chunks[chunk_id]
@@ -570,21 +574,28 @@ class ChunkMatcher(MatchingState):
             # line came with the lower bar (bench/paragraphs.py).
             lowered = is_sentence(info["text"]) and not at_line_start(text)
             cut = self.type_cutoff * (SENTENCE_CUT if lowered else 1.0)
-            if score < cut or chunk_id in skip or info["text"] in recent or self.avoided(chunk_id, text):
+            if score < cut:
                 continue
-            if self.rival_near(chunk_id, score, agreement):
+            if self.rival_near(chunk_id, score, open_):
                 return None               # two of the user's fields read alike: neither (nor a weaker one)
             return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
                             tokens=self._tokens[self._typed_label[chunk_id]], match=round(score, 4),
                             score=score, q=1.0, someone_elses=others)
         return None
 
+    def labelled(self, agreement: dict[int, float], text: str) -> dict[int, float]:
+        """*agreement* (chunk id -> reading) without the chunks a form label the text ends in rules out
+        ("Invoice address:" names an address, whatever else is read: slots.label_fields)."""
+        named = label_fields(text)
+        return agreement if named is None else {k: v for k, v in agreement.items() if self.typed_field(k) in named}
+
     def rival_near(self, chunk_id: int, score: float, agreement: dict[int, float]) -> bool:
         """Whether another field of the user's reads nearly as well as *chunk_id*'s (*score*) in
-        *agreement* (chunk id -> reading): under :func:`rival_ratio` times the best such reading.
-        Chunks whose values have already been written count too: the classifier still cannot tell
-        which of the two fields comes here."""
-        return score < rival_ratio(self.threshold) * self.rival_of(chunk_id, agreement)
+        *agreement* (chunk id -> reading, the chunks that may come here): under :func:`rival_ratio`
+        times the best such reading.  A value excluded or already written is no rival: it is not
+        asked for here."""
+        ratio = rival_ratio(self.threshold)
+        return ratio > 1.0 and score < ratio * self.rival_of(chunk_id, agreement)
 
     def rival_of(self, chunk_id: int, agreement: dict[int, float]) -> float:
         """The best reading in *agreement* (chunk id -> reading) of a typed chunk of another field than *chunk_id*'s."""

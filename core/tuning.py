@@ -171,7 +171,8 @@ class Place:
 def insertion_places(engine, text: str, limit: int = 3000, progress: Progress | None = None,
                      cancelled: Callable[[], bool] | None = None) -> list[Place]:
     """For each word boundary of *text*: the chunk matching would offer there and the highest
-    threshold at which it still would (typed details: the slot classifier's agreement; other
+    threshold at which it still would (typed details: the slot classifier's agreement, and how far
+    it leads the best reading of another of the user's fields, matching.threshold_reaching; other
     chunks: the calibrated match score).  The editor's place gates are not run here.
     *cancelled* is asked at each word: true raises :class:`Cancelled`."""
     from .text import lead_in
@@ -193,7 +194,7 @@ def insertion_places(engine, text: str, limit: int = 3000, progress: Progress | 
             progress(p.at, len(tokens))
         so_far = p.text                  # from the first token: a BOS, where the model adds one, spells nothing
         best = None
-        readings = matcher.type_agreement(p.hidden, p.local, so_far)
+        readings = matcher.labelled(matcher.type_agreement(p.hidden, p.local, so_far), so_far)
         for chunk_id, agreement in readings.items():
             reach = threshold_reaching(agreement, matcher.rival_of(chunk_id, readings))
             if best is None or reach > best[1]:

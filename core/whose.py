@@ -7,7 +7,8 @@ Wolff on" are someone else's).  A bare form label in the writer's own email
 ("Billing address:", naming nobody else) is the writer's (:func:`form_label`).
 Where the words name nobody otherwise ("Invoices go to"), the model is asked:
 it continues "<text> (that is" with " my" or with " his / her / their / your"
-(:func:`writer_evidence`).
+(:func:`writer_evidence`); " our" counts with " my" for a value whose stored lead-ins speak for
+a group, the user's business (:func:`speaks_as_we`).
 
 >>> person_cue("Ring the landlord about the boiler, his number's"), person_cue("get him to give me a buzz on")
 ('others', 'writer')
@@ -47,9 +48,10 @@ OWNER_MIN = -2.0
 
 # Words with inner apostrophes and hyphens kept whole ("co-author", "sister-in-law's").
 _TOKEN_RE = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*'?", re.UNICODE)
-_FIRST_PERSON = {"i", "me", "my", "mine", "myself", "i'm", "i've", "i'll", "i'd",
-                 "we", "us", "our", "ours", "ourselves", "we're", "we've", "we'll", "we'd"}
+_I = {"i", "me", "my", "mine", "myself", "i'm", "i've", "i'll", "i'd"}
 _WE = {"we", "us", "our", "ours", "ourselves", "we're", "we've", "we'll", "we'd"}
+_FIRST_PERSON = _I | _WE
+_COUNTRY_US = re.compile(r"\bU\.?S\.?(?:A\b|\b|(?=\s|$))")    # "US", "U.S.", "USA": a country, not "us"
 # Not "they": a subject "they" is mostly things or whoever acts ("they're all on", "they can call").
 _THIRD_PERSON = {"he", "she", "him", "her", "hers", "his", "their", "theirs", "them", "whose",
                  "he's", "she's", "he'll", "she'll", "he'd", "she'd", "himself", "herself", "themselves"}
@@ -134,14 +136,16 @@ def speaks_as_we(contexts: Iterable[str]) -> bool:
 
     >>> speaks_as_we(["Our office is located at", "Visit us at", "My address:"]), speaks_as_we(["My number is", "Call me on"])
     (True, False)
-    >>> speaks_as_we(["Phone:"]), speaks_as_we([])
-    (False, False)
+    >>> speaks_as_we(["Phone:"]), speaks_as_we([]), speaks_as_we(["Ship to our US office", "Ship to:"])
+    (False, False, True)
+    >>> speaks_as_we(["Shipping address in the US:", "Ship to:"])
+    False
     """
     we = i = 0
     for context in contexts:
-        tokens = set(_tokens(context))
+        tokens = set(_tokens(_COUNTRY_US.sub(" ", context)))
         we += bool(tokens & _WE)
-        i += bool(tokens & (_FIRST_PERSON - _WE))
+        i += bool(tokens & _I)
     return we > i
 
 

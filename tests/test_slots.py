@@ -105,44 +105,52 @@ def test_a_place_that_reads_as_much_someone_elses_gets_no_user_value(profile_eng
     assert addresses("Hello,\n\nMy home address is") == [ids["address"]]
 
 
-@pytest.mark.parametrize("prompt", ["You can reach me at", "Contact:"])
+@pytest.mark.parametrize("prompt", ["While I'm travelling, contact me at", "Best to message me at"])
 def test_two_of_the_users_fields_read_alike_get_neither(profile_engine, monkeypatch, prompt):
-    """Where the classifier reads two of the user's fields nearly alike (phone 0.36 and email 0.32
-    after "You can reach me at"; email 0.40 and phone 0.24 after "Contact:"), it cannot tell which one
-    the user means, and the nearer winner went in: a phone number where the email may belong.  Now
-    neither goes in (matching.RIVAL_OVER).  The control switches the rule off and the best reading's
-    value comes, so only the rule keeps it out; a clear reading ("Ping me at": email 0.78, the next
-    field 0.05) still brings its value with the rule on.  (None of these phrasings is in a bench set.)"""
+    """Where the classifier reads two of the user's fields nearly alike (email 0.56 and phone 0.41
+    after "While I'm travelling, contact me at"; email 0.52 and phone 0.33 after "Best to message
+    me at"), it cannot tell which one the user means, and the nearer winner went in: an email where
+    the phone may belong.  Now neither goes in (matching.RIVAL_OVER).  The control switches the rule
+    off and the best reading's value comes, so only the rule keeps it out; a clear reading ("For the
+    next two weeks you can contact me at": email 0.83, the next field 0.08) still brings its value
+    with the rule on.  (These phrasings are in no training corpus or bench set.)"""
     engine, ids = profile_engine
     values = lambda text: [s.chunk_id for s in engine.generate(
         GenerationRequest(text, max_tokens=12, stop=["\n\n"]), record_use=False).spans]
     assert values(prompt) == []
-    assert values("Ping me at") == [ids["email"]]
+    assert values("For the next two weeks you can contact me at") == [ids["email"]]
     monkeypatch.setattr(matching, "RIVAL_OVER", 1.0)
-    assert values(prompt)[:1] in ([ids["phone"]], [ids["email"]])
+    assert values(prompt)[:1] == [ids["email"]]
 
 
-def test_our_is_the_writers_where_the_user_speaks_of_that_value_as_their_groups(profile_engine, runtime):
+def test_a_value_left_out_is_no_rival(profile_engine):
+    """A value the request leaves out (typed over in this sentence, feedback.PassedOver) is not asked
+    for here, so it does not keep the other field out: after "While I'm travelling, contact me at"
+    with the email left out, the phone comes.  Bug caught: the left-out email still counted as the
+    phone's rival, and nothing of the user's could come at that place."""
+    engine, ids = profile_engine
+    request = GenerationRequest("While I'm travelling, contact me at", max_tokens=12, stop=["\n\n"],
+                                leave_out=(ids["email"],))
+    assert [s.chunk_id for s in engine.generate(request, record_use=False).spans] == [ids["phone"]]
+
+
+def test_our_is_the_writers_where_the_user_speaks_of_that_value_as_their_groups(profile_engine, monkeypatch):
     """The paper's profile stores the phone with a business's lead-ins ("Should you need further
     information our number is", "Don't hesitate to give us a call at"), so a business's "our" before a
     phone is the user's own (whose.speaks_as_we; the writer probe counts " our" with " my").  Bug
-    caught: the probe weighed " our" as nobody's and "our direct number is" read as someone else's, so a
-    user writing for their own business did not get their number.  The same user with the phone stored
-    as their own ("My number is") keeps it out of the same sentence, as an organisation's line."""
+    caught: the probe weighed " our" as nobody's and "our direct number is" read as someone else's
+    (-2.24, under the bar), so a user writing for their own business did not get their number.  The
+    control asks the probe without " our" on the same library: the number stays out."""
     engine, ids = profile_engine
-    prompt = "For billing problems with the service, our direct number is"     # the probe: -2.24 with " my" alone, -0.05 with " our"
-    request = GenerationRequest(prompt, max_tokens=12, stop=["\n\n"])
-    assert [s.chunk_id for s in engine.generate(request, record_use=False).spans] == [ids["phone"]]
-    mine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
-    try:
-        for field, entry in paper_profile().items():      # the same library, but the phone is the user's own
-            contexts = ["My number is", "Call me on", "You can reach me at"] if field == "phone" else entry["contexts"][:4]
-            mine.store.add_chunk(entry["value"], "pii", contexts, label=field)
-        mine.refresh()
-        assert mine.generate(request, record_use=False).spans == []
-    finally:
-        mine.store.close()
-        runtime.reset()
+    assert engine.matcher.chunk_info(ids["phone"])["group"]          # "our number is", "give us a call at"
+    assert not engine.matcher.chunk_info(ids["name"])["group"]       # "My name is", "This is"
+    request = GenerationRequest("For billing problems with the service, our direct number is", max_tokens=12,
+                                stop=["\n\n"])
+    values = lambda: [s.chunk_id for s in engine.generate(request, record_use=False).spans]
+    assert values() == [ids["phone"]]
+    plain = whose.writer_evidence
+    monkeypatch.setattr(whose, "writer_evidence", lambda rt, group=False: plain(rt))
+    assert values() == []
 
 
 def test_a_place_judged_someone_elses_stays_so_through_the_spaces_the_model_writes(runtime, monkeypatch):
