@@ -35,7 +35,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -379,8 +379,9 @@ class ChunkMatcher(MatchingState):
         return type_cutoff(self.threshold)
 
     def chunk_info(self, chunk_id: int) -> dict:
-        """kind, label, text and words of a chunk matching knows, and "group": whether its stored
-        lead-ins speak for a group (whose.speaks_as_we)."""
+        """kind, label, text and words of a chunk matching knows; "own": the words the user gave it
+        (lead-ins, label, value; :meth:`which_of`); "group": whether its stored lead-ins speak for a
+        group (whose.speaks_as_we)."""
         return self._chunks[chunk_id]
 
     # ------------------------------------------------------------ proposing
@@ -578,10 +579,35 @@ class ChunkMatcher(MatchingState):
                 continue
             if self.rival_near(chunk_id, score, open_):
                 return None               # two of the user's fields read alike: neither (nor a weaker one)
+            field = self.typed_field(chunk_id)
+            siblings = [k for k, v in sorted(open_.items(), key=lambda kv: kv[1], reverse=True)
+                        if self.typed_field(k) == field and v >= cut]
+            if len(siblings) > 1:         # two values of this field (a work and a personal email): which one
+                chunk_id = self.which_of(siblings, text)
+                info, score = self._chunks[chunk_id], open_[chunk_id]
             return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
                             tokens=self._tokens[self._typed_label[chunk_id]], match=round(score, 4),
                             score=score, q=1.0, someone_elses=others)
         return None
+
+    def which_of(self, chunk_ids: Sequence[int], text: str) -> int:
+        """Of the user's values of one field (*chunk_ids*, the slot classifier's order: a work and a
+        personal email, an office line and a mobile), the one this place speaks of.  The classifier
+        reads them alike; the user's own words for each tell them apart: the sentence's words
+        (IDF-weighted) among the words that set each one apart from the others (of its stored lead-ins,
+        its label and its value: "work", "personal", "mobile", "gmail").  Where those say nothing or
+        tie, the classifier's order stands.  (The model's state against each one's stored contexts
+        was tried as the tie-break and read "My cell is" nearer "My office number is" than "My
+        mobile is": both say a phone number comes, not whose.)
+
+        >>> m.which_of([work_email, personal_email], "For anything private, my personal email is")   # doctest: +SKIP
+        personal_email
+        """
+        weights, total = self.lexicon.weigh(current_sentence(text))
+        own = {k: self._chunks[k]["own"] for k in chunk_ids}
+        shared = set.intersection(*own.values())
+        said = {k: self.lexicon.overlap(weights, total, own[k] - shared) for k in chunk_ids}
+        return max(chunk_ids, key=lambda k: said[k])        # the first of equals: the classifier's order
 
     def labelled(self, agreement: dict[int, float], text: str) -> dict[int, float]:
         """*agreement* (chunk id -> reading) without the chunks a form label the text ends in rules out

@@ -153,6 +153,34 @@ def test_our_is_the_writers_where_the_user_speaks_of_that_value_as_their_groups(
     assert values() == []
 
 
+@pytest.mark.parametrize("prompt, which", [
+    ("For anything private, my personal email is", "personal email"),
+    ("Please use my work email:", "work email"),
+    ("My gmail is", "personal email"),                  # a word of the value itself
+    ("Text me on my mobile:", "mobile"),
+    ("My office line is", "office phone"),
+])
+def test_of_two_values_of_one_field_the_one_the_sentence_speaks_of(runtime, prompt, which):
+    """A user keeps a work and a personal email, an office line and a mobile.  The slot classifier
+    reads both emails alike, so the typed route took the same one everywhere: the work email after
+    "my personal email is", the office line after "Text me on my mobile:".  Now the words that set
+    each apart (its lead-ins, label and value: ChunkMatcher.which_of) choose.  (Phrasings in no
+    corpus or bench set.)"""
+    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+    try:
+        ids = {label: engine.store.add_chunk(value, "pii", contexts, label=label) for label, value, contexts in [
+            ("work email", "ana.marin@northwind.com", ["My work email is", "At the office, email me at"]),
+            ("personal email", "ana.m.1988@gmail.com", ["My personal email is", "For private things, email me at"]),
+            ("office phone", "+49 30 1234567", ["My office number is", "Call our office on"]),
+            ("mobile", "+49 151 2384 7712", ["My mobile is", "Text me on"])]}
+        engine.refresh()
+        out = engine.generate(GenerationRequest(prompt, max_tokens=12, stop=["\n\n"]), record_use=False)
+        assert [s.chunk_id for s in out.spans] == [ids[which]], out.text
+    finally:
+        engine.store.close()
+        runtime.reset()
+
+
 def test_a_place_judged_someone_elses_stays_so_through_the_spaces_the_model_writes(runtime, monkeypatch):
     """Decoder.fits_here at the cursor and one space later.  Bug caught: after "The garage is located
     at" was ruled out (address 0.62 against someone else's 0.36), the model wrote a space and the
