@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SCRIPTS = ["first_start.py", "decoding.py", "matching.py", "retrieval.py", "store_load.py", "editor_latency.py",
            "drafting.py",
-           "anchors.py", "distill.py", "personal.py", "entities.py", "prose.py", "next_word.py", "cli_profile.py", "slot_reading.py", "keystrokes.py", "midword.py",
+           "anchors.py", "distill.py", "personal.py", "entities.py", "prose.py", "next_word.py", "cli_profile.py", "slot_reading.py", "keystrokes.py", "midword.py", "siblings.py",
            "midword.py --split test", "word_as_typed.py", "soak.py",
            "library_update.py", "overhead.py", "decoding.py --editor-path", "model_readings.py",
            "slot_features.py", "slot_layers.py", "model_evidence.py"]
