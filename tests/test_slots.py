@@ -181,6 +181,27 @@ def test_of_two_values_of_one_field_the_one_the_sentence_speaks_of(runtime, prom
         runtime.reset()
 
 
+def test_a_business_line_and_a_mobile_each_come_in_their_own_voice(runtime):
+    """A library with the office line stored in the business's voice and the mobile in the writer's own:
+    "our direct number is" gets the office line (which_of by the words that set it apart, then the
+    writer probe with that line's voice) and "You can text me on" the mobile.  Bug caught: the first of
+    the two phones in the classifier's order was judged at every such place, and with the mobile's
+    voice the business's "our" read as someone else's."""
+    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+    try:
+        office = engine.store.add_chunk("+49 30 1234567", "pii", ["Our office number is", "Give us a call at"],
+                                        label="office line")
+        mobile = engine.store.add_chunk("+49 151 2384 7712", "pii", ["My mobile is", "Text me on"], label="mobile")
+        engine.refresh()
+        values = lambda text: [s.chunk_id for s in engine.generate(
+            GenerationRequest(text, max_tokens=12, stop=["\n\n"]), record_use=False).spans]
+        assert values("For billing problems with the service, our direct number is") == [office]
+        assert values("You can text me on") == [mobile]
+    finally:
+        engine.store.close()
+        runtime.reset()
+
+
 def test_a_place_judged_someone_elses_stays_so_through_the_spaces_the_model_writes(runtime, monkeypatch):
     """Decoder.fits_here at the cursor and one space later.  Bug caught: after "The garage is located
     at" was ruled out (address 0.62 against someone else's 0.36), the model wrote a space and the
