@@ -45,6 +45,7 @@ from .matching_state import MatchingState
 from .text import at_line_start, current_sentence, is_sentence, lead_in, words
 
 CANDIDATES = 16          # nearest contexts fetched per step
+COMMON_SHARE = 0.05      # a word in 1 of 20 background paragraphs or more is common (Lexicon.common)
 LEXICAL_WEIGHT = 0.3     # weight of word overlap in the chunk choice
 LOCAL_GATE = 0.6         # weight of local agreement in the match score
 LEXICAL_GATE = 0.4       # weight of word overlap in the match score
@@ -264,6 +265,11 @@ class _Lexicon:
                 total *= SHORT_SENTENCE / len(found)
             self._last = (sentence, weights, total)
         return self._last[1], self._last[2]
+
+    def common(self, word: str) -> bool:
+        """Whether *word* is in at least COMMON_SHARE of the background emails' paragraphs ("my", "me",
+        "at", "the", "for"): a word any email may say, which tells no entry of the user's from another."""
+        return self._df.get(word, 0) >= COMMON_SHARE * self._n
 
     def overlap(self, weights: dict[str, float], total: float, chunk_words: set[str]) -> float:
         if total <= 0:
@@ -568,35 +574,40 @@ class ChunkMatcher(MatchingState):
         for chunk_id, score in sorted(open_.items(), key=lambda kv: kv[1], reverse=True):
             if score < self.type_cutoff * SENTENCE_CUT:
                 return None
-            info = self._chunks[chunk_id]
-            # A snippet sentence goes only where a sentence or clause starts (Decoder.fits_here), a
-            # gate that ordinary text mostly fails already; the classifier need be less sure there.
-            # Not at the start of a line, which every paragraph passes: after "Hi Oskar," the closing
-            # line came with the lower bar (bench/paragraphs.py).
-            lowered = is_sentence(info["text"]) and not at_line_start(text)
-            cut = self.type_cutoff * (SENTENCE_CUT if lowered else 1.0)
-            if score < cut:
+            if score < self.cut_for(chunk_id, text):
                 continue
             if self.rival_near(chunk_id, score, open_):
                 return None               # two of the user's fields read alike: neither (nor a weaker one)
+            # Two values of this field (a work and a personal email), each sure enough for its own cut:
+            # which one.  The field was decided above, by its best reading (the rival rule included).
             field = self.typed_field(chunk_id)
             siblings = [k for k, v in sorted(open_.items(), key=lambda kv: kv[1], reverse=True)
-                        if self.typed_field(k) == field and v >= cut]
-            if len(siblings) > 1:         # two values of this field (a work and a personal email): which one
+                        if self.typed_field(k) == field and v >= self.cut_for(k, text)]
+            if len(siblings) > 1:
                 chunk_id = self.which_of(siblings, text)
-                info, score = self._chunks[chunk_id], open_[chunk_id]
+            info, score = self._chunks[chunk_id], open_[chunk_id]
             return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
                             tokens=self._tokens[self._typed_label[chunk_id]], match=round(score, 4),
                             score=score, q=1.0, someone_elses=others)
         return None
+
+    def cut_for(self, chunk_id: int, text: str) -> float:
+        """The reading *chunk_id* needs here: the type cut, or a share of it (SENTENCE_CUT) for a snippet
+        sentence.  A snippet sentence goes only where a sentence or clause starts (Decoder.fits_here),
+        a gate that ordinary text mostly fails already; the classifier need be less sure there.  Not at
+        the start of a line, which every paragraph passes: after "Hi Oskar," the closing line came with
+        the lower bar (bench/paragraphs.py)."""
+        lowered = is_sentence(self._chunks[chunk_id]["text"]) and not at_line_start(text)
+        return self.type_cutoff * (SENTENCE_CUT if lowered else 1.0)
 
     def which_of(self, chunk_ids: Sequence[int], text: str) -> int:
         """Of the user's values of one field (*chunk_ids*, the slot classifier's order: a work and a
         personal email, an office line and a mobile), the one this place speaks of.  The classifier
         reads them alike; the user's own words for each tell them apart: the sentence's words
         (IDF-weighted) among the words that set each one apart from the others (of its stored lead-ins,
-        its label and its value: "work", "personal", "mobile", "gmail").  Where those say nothing or
-        tie, the classifier's order stands.  (The model's state against each one's stored contexts
+        its label and its value: "work", "personal", "mobile", "gmail"; not words common in any email,
+        :meth:`Lexicon.common`, "my", "me", "at", which say nothing of which).  Where those say nothing
+        or tie, the classifier's order stands.  (The model's state against each one's stored contexts
         was tried as the tie-break and read "My cell is" nearer "My office number is" than "My
         mobile is": both say a phone number comes, not whose.)
 
@@ -604,7 +615,7 @@ class ChunkMatcher(MatchingState):
         personal_email
         """
         weights, total = self.lexicon.weigh(current_sentence(text))
-        own = {k: self._chunks[k]["own"] for k in chunk_ids}
+        own = {k: {w for w in self._chunks[k]["own"] if not self.lexicon.common(w)} for k in chunk_ids}
         shared = set.intersection(*own.values())
         said = {k: self.lexicon.overlap(weights, total, own[k] - shared) for k in chunk_ids}
         return max(chunk_ids, key=lambda k: said[k])        # the first of equals: the classifier's order

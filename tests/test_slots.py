@@ -153,6 +153,26 @@ def test_our_is_the_writers_where_the_user_speaks_of_that_value_as_their_groups(
     assert values() == []
 
 
+@pytest.fixture(scope="module")
+def two_values_engine(runtime):
+    """A user who keeps a work and a personal email, an office line and a mobile."""
+    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+    ids = {label: engine.store.add_chunk(value, "pii", contexts, label=label) for label, value, contexts in [
+        ("work email", "ana.marin@northwind.com", ["My work email is", "At the office, email me at"]),
+        ("personal email", "ana.m.1988@gmail.com", ["My personal email is", "For private things, email me at"]),
+        ("office phone", "+49 30 1234567", ["My office number is", "Call our office on"]),
+        ("mobile", "+49 151 2384 7712", ["My mobile is", "Text me on"])]}
+    engine.refresh()
+    yield engine, ids
+    engine.store.close()
+    runtime.reset()
+
+
+def _values(engine, prompt: str) -> list[int]:
+    out = engine.generate(GenerationRequest(prompt, max_tokens=12, stop=["\n\n"]), record_use=False)
+    return [s.chunk_id for s in out.spans]
+
+
 @pytest.mark.parametrize("prompt, which", [
     ("For anything private, my personal email is", "personal email"),
     ("Please use my work email:", "work email"),
@@ -160,25 +180,21 @@ def test_our_is_the_writers_where_the_user_speaks_of_that_value_as_their_groups(
     ("Text me on my mobile:", "mobile"),
     ("My office line is", "office phone"),
 ])
-def test_of_two_values_of_one_field_the_one_the_sentence_speaks_of(runtime, prompt, which):
-    """A user keeps a work and a personal email, an office line and a mobile.  The slot classifier
-    reads both emails alike, so the typed route took the same one everywhere: the work email after
-    "my personal email is", the office line after "Text me on my mobile:".  Now the words that set
-    each apart (its lead-ins, label and value: ChunkMatcher.which_of) choose.  (Phrasings in no
-    corpus or bench set.)"""
-    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
-    try:
-        ids = {label: engine.store.add_chunk(value, "pii", contexts, label=label) for label, value, contexts in [
-            ("work email", "ana.marin@northwind.com", ["My work email is", "At the office, email me at"]),
-            ("personal email", "ana.m.1988@gmail.com", ["My personal email is", "For private things, email me at"]),
-            ("office phone", "+49 30 1234567", ["My office number is", "Call our office on"]),
-            ("mobile", "+49 151 2384 7712", ["My mobile is", "Text me on"])]}
-        engine.refresh()
-        out = engine.generate(GenerationRequest(prompt, max_tokens=12, stop=["\n\n"]), record_use=False)
-        assert [s.chunk_id for s in out.spans] == [ids[which]], out.text
-    finally:
-        engine.store.close()
-        runtime.reset()
+def test_of_two_values_of_one_field_the_one_the_sentence_speaks_of(two_values_engine, prompt, which):
+    """The slot classifier reads both emails alike, so the typed route took the same one everywhere
+    (the control below).  Now the words that set each apart (its lead-ins, label and value:
+    ChunkMatcher.which_of) choose.  (Phrasings in no corpus or bench set.)"""
+    engine, ids = two_values_engine
+    assert _values(engine, prompt) == [ids[which]]
+
+
+def test_the_classifiers_order_alone_took_the_work_email_for_the_personal_one(two_values_engine, monkeypatch):
+    """The control of the test above: with the first of the classifier's order taken (which_of as it was
+    before), "my personal email is" gets the work email and "Text me on my mobile:" the office line."""
+    engine, ids = two_values_engine
+    monkeypatch.setattr(matching.ChunkMatcher, "which_of", lambda self, chunk_ids, text: chunk_ids[0])
+    assert _values(engine, "For anything private, my personal email is") == [ids["work email"]]
+    assert _values(engine, "Text me on my mobile:") == [ids["office phone"]]
 
 
 def test_a_business_line_and_a_mobile_each_come_in_their_own_voice(runtime):
