@@ -45,7 +45,7 @@ from .matching_state import MatchingState
 from .text import at_line_start, current_sentence, is_sentence, lead_in, words
 
 CANDIDATES = 16          # nearest contexts fetched per step
-COMMON_SHARE = 0.05      # a word in 1 of 20 background paragraphs or more is common (Lexicon.common)
+COMMON_SHARE = 0.05      # a word in 1 of 20 background paragraphs or more is common (_Lexicon.common)
 LEXICAL_WEIGHT = 0.3     # weight of word overlap in the chunk choice
 LOCAL_GATE = 0.6         # weight of local agreement in the match score
 LEXICAL_GATE = 0.4       # weight of word overlap in the match score
@@ -606,7 +606,7 @@ class ChunkMatcher(MatchingState):
         reads them alike; the user's own words for each tell them apart: the sentence's words
         (IDF-weighted) among the words that set each one apart from the others (of its stored lead-ins,
         its label and its value: "work", "personal", "mobile", "gmail"; not words common in any email,
-        :meth:`Lexicon.common`, "my", "me", "at", which say nothing of which).  Where those say nothing
+        :meth:`_Lexicon.common`, "my", "me", "at", which say nothing of which).  Where those say nothing
         or tie, the classifier's order stands.  (The model's state against each one's stored contexts
         was tried as the tie-break and read "My cell is" nearer "My office number is" than "My
         mobile is": both say a phone number comes, not whose.)
