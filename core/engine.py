@@ -1,12 +1,12 @@
 """The engine's front door: a model, a chunk store, and generation over both.
 
->>> from core import Engine, GenerationRequest          # doctest: +SKIP
->>> engine = Engine(db_path="/tmp/chunks.db")           # bundled model
+>>> from chunkwise.core import Engine, GenerationRequest                    # doctest: +SKIP
+>>> engine = Engine(store="/tmp/chunks.db")                                # doctest: +SKIP
 >>> engine.store.add_chunk("(555) 123-4567", kind="pii", label="phone",
-...                        contexts=["You can call me at"])
->>> engine.refresh()                                     # encode new contexts
->>> out = engine.generate(GenerationRequest("Any questions? Just call me at"))
->>> out.spans[0].kind
+...                        contexts=["You can call me at"])                # doctest: +SKIP
+>>> engine.refresh()                                     # doctest: +SKIP
+>>> out = engine.generate(GenerationRequest("Any questions? Just call me at"))   # doctest: +SKIP
+>>> out.spans[0].kind                                    # doctest: +SKIP
 'pii'
 
 One engine belongs to one thread at a time (the editor's model worker, the
