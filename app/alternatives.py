@@ -2,8 +2,9 @@
 
 Once the best suggestion has arrived, the lane that serves suggestions works out up to
 ALTERNATIVES more, one after another.  The first asks the same request more readily
-(``GenerationRequest.readier``: the similarity threshold at READY_THRESHOLD) and is kept only where
-it brings one of the user's library entries the suggestion does not (``detail_offered``): a detail
+(``GenerationRequest.readier``: the similarity threshold at READY_THRESHOLD; where the suggestion
+brings a library entry, another value of its field instead) and is kept only where it brings one of
+the user's library entries the suggestion does not (``detail_offered``): the other of two emails; a detail
 the slot classifier reads too weakly to insert unasked ("Ship to:" -> the address), or only a little
 ahead of another of the user's fields ("You can reach me at": the phone, the email close behind;
 matching.rival_ratio), is then one Alt+] away, and the status bar names it ("1/2 · Alt+] Address").  The others each start with the

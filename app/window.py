@@ -529,7 +529,8 @@ class ComposeWindow(QMainWindow, EmailActions):
         if editor is not None and self._request_place == (editor, editor.anchor):
             # First the same request more readily (app/alternatives.py), where there is anything readier.
             # (not where no library entry can come: a locked or empty library would spend a request on nothing)
-            ready = self._last_request.readier(self.settings.threshold) if self._library_entries else None
+            ready = (self._last_request.readier(self.settings.threshold, editor.pieces)
+                     if self._library_entries else None)
             if editor.has_ghost():
                 self.alternatives.start((editor, editor.anchor), editor.pieces, ready, figures=stats)
                 # Rank 0 is the model's own top choice: the suggestion itself, unless a library chunk led it.

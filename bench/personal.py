@@ -109,14 +109,16 @@ READY = READY_THRESHOLD       # --ready: the detail alternative's threshold (a d
 
 def run_case(engine: Engine, case: dict, settings: Settings, alternative: bool = True) -> dict:
     """The editor's own request at the case's cursor, and (*alternative*) the detail alternative it works
-    out after it (app/window.py: the same request at READY_THRESHOLD, kept where it brings a library
-    entry the suggestion does not; Alt+] shows it first)."""
+    out after it (app/window.py, GenerationRequest.readier: the same request at READY_THRESHOLD, or,
+    where the suggestion brings a library entry, another value of its field; kept where it brings an
+    entry the suggestion does not, in its place; Alt+] shows it first)."""
     request = settings.suggestion_request(body_prompt(case["text"]), lifted=case["text"].endswith(" "))
     result = suggest(engine, request)
     result["alternative"] = None
-    readier = request.readier(settings.threshold) if alternative else None
+    readier = request.readier(settings.threshold, result["pieces"]) if alternative else None
     if readier is not None and settings.threshold > READY:
-        ready = suggest(engine, replace(readier, threshold=READY))
+        # (at READY where the suggestion brought no entry; else another value of its field, as sure)
+        ready = suggest(engine, readier if readier.instead_of else replace(readier, threshold=READY))
         offered = detail_offered(ready["pieces"], result["pieces"])
         result["alternative"] = offered.chunk_id if offered else None
     return result

@@ -195,6 +195,7 @@ class DecodeSettings:
     natural_end: float | None = None  # end at a natural end: after a sentence, or before a word the model gives
                                       # less than this probability (None: run to max_tokens or a stop)
     leave_out: frozenset[int] = frozenset()   # chunks not proposed (the user typed over them in this sentence)
+    instead_of: frozenset[int] = frozenset()  # only another value of these chunks' field (GenerationRequest.readier)
     heal: int = 0                     # the prompt's last tokens that spell a word the user may be in the middle of
                                       # (core/healing.py): taken out, and spelled again by the first steps
 
@@ -447,7 +448,7 @@ class Decoder:
         # steps of a suggestion), only a mined phrase after its entry token can come: no search, mostly.
         # Not proposed: values used once in this suggestion, and what the request leaves out (chunks the
         # user typed over in this sentence, feedback.PassedOver).
-        ask = dict(exclude=self._used_chunks | self.s.leave_out, greedy=greedy,
+        ask = dict(exclude=self._used_chunks | self.s.leave_out, greedy=greedy, like=self.s.instead_of,
                    last_token=self.rt.tokens[-1] if self.rt.tokens else None,
                    model_choice=choice, gate_mined=state.mixed,
                    word_start=not inside_word(self._text, self.rt.piece(choice)), own=self.own_chunks_fit())
@@ -515,7 +516,7 @@ class Decoder:
         if self._model_wrote or self._someone_elses_here or self.s.first_rank is not None:
             return None                   # (an alternative starts with the model's own words: propose says why)
         found = self.matcher.typed_proposal(state.hidden, state.local, self._text,
-                                            exclude=self._used_chunks | set(self.s.leave_out))
+                                            exclude=self._used_chunks | set(self.s.leave_out), like=self.s.instead_of)
         if found is None or self.field_of(found) != kind or is_sentence(found.text):
             return None
         # The gates a value at the cursor passes, as far as they apply to a line of its own (fits_here).

@@ -78,25 +78,38 @@ class GenerationRequest:
                                       # probability (the editor: Settings.unsure_below); None: run on
     leave_out: Sequence[int] = ()     # chunk ids not to insert: those the user typed over in this sentence
                                       # (text.PassedOver); the rest of a value they begin by hand still comes
+    instead_of: Sequence[int] = ()    # the detail alternative to the library entries a suggestion brings: only
+                                      # another value of their field may come (the other of two emails; readier())
     threshold: float | None = None    # this request's similarity threshold instead of the engine's (0..1);
                                       # the editor's detail alternative asks at READY_THRESHOLD (readier())
     finish_word: bool = False         # the prompt may end inside a word the user is typing ("Thanks for the upd"):
                                       # the suggestion finishes it as the model spells it (core/healing.py);
                                       # the editor asks so unless a space was typed last
 
-    def readier(self, threshold: float) -> "GenerationRequest | None":
+    def readier(self, threshold: float, shown: Sequence[Piece] = ()) -> "GenerationRequest | None":
         """The same request at READY_THRESHOLD, the model's own first choice, and at most READY_TOKENS
         long (the detail alternative: a value comes in one step, after a lead-in word or two at most);
         None where there is nothing readier to ask: chunks off, or *threshold* (the engine's, which
-        this request runs at unless it names its own) at READY_THRESHOLD or below already.
+        this request runs at unless it names its own) at READY_THRESHOLD or below already.  Where the
+        suggestion *shown* brings library entries, the alternative asks instead for another value of
+        their field, as sure as they were: the same request at its own threshold with them left out
+        and only their field open (``instead_of``: the other of two emails after "my personal email is").
 
         >>> r = GenerationRequest("Ship to:", first_rank=1).readier(0.3)
         >>> r.threshold, r.first_rank, r.prompt, GenerationRequest("Ship to:").readier(0.1)
         (0.1, None, 'Ship to:', None)
+        >>> r = GenerationRequest("Ship to:").readier(0.3, [Piece(" 1 Main St", "chunk", 4, "pii")])
+        >>> r.threshold, r.leave_out, r.instead_of
+        (None, (4,), (4,))
         """
         if not self.use_chunks or (self.threshold if self.threshold is not None else threshold) <= READY_THRESHOLD:
             return None
-        return replace(self, threshold=READY_THRESHOLD, first_rank=None, max_tokens=min(self.max_tokens, READY_TOKENS))
+        short = min(self.max_tokens, READY_TOKENS)
+        entries = tuple(dict.fromkeys(p.chunk_id for p in shown if p.from_chunk and p.kind not in REPEATABLE_KINDS))
+        if entries:
+            return replace(self, first_rank=None, max_tokens=short, instead_of=entries,
+                           leave_out=(*self.leave_out, *(e for e in entries if e not in self.leave_out)))
+        return replace(self, threshold=READY_THRESHOLD, first_rank=None, max_tokens=short)
 
 
 # The editor's detail alternative (Alt+]): where the suggestion at the user's threshold brings none of their
@@ -110,7 +123,8 @@ READY_TOKENS = 6          # the detail alternative's length: a lead-in word or t
 
 def detail_offered(ready: Sequence[Piece], best: Sequence[Piece]) -> Piece | None:
     """The first of the user's library entries (not a phrase mined from their mail) in *ready*, unless
-    *best* brings it too.
+    *best* brings it too; where *best* brings an entry of its own, only one that stands in its place
+    (after the same text): the other of two emails, not an entry further on.
 
     >>> phone = Piece(" +49 151", "chunk", 7, "pii", "Phone")
     >>> mined = Piece(" Thanks,", "chunk", 9, "self")
@@ -118,10 +132,20 @@ def detail_offered(ready: Sequence[Piece], best: Sequence[Piece]) -> Piece | Non
     7
     >>> detail_offered([phone], [Piece(" Call"), phone]) is None, detail_offered([mined], []) is None
     (True, True)
+    >>> mobile = Piece(" +44 7700", "chunk", 8, "pii", "mobile")
+    >>> detail_offered([mobile], [phone]).chunk_id, detail_offered([Piece(" and"), mobile], [phone])
+    (8, None)
     """
     have = {p.chunk_id for p in best if p.from_chunk}
     first = next((p for p in ready if p.from_chunk and p.kind not in REPEATABLE_KINDS), None)
-    return None if first is None or first.chunk_id in have else first
+    if first is None or first.chunk_id in have:
+        return None
+    shown = next((i for i, p in enumerate(best) if p.from_chunk and p.kind not in REPEATABLE_KINDS), None)
+    if shown is not None:         # another value for that place, not an entry further on
+        before = lambda pieces, i: "".join(p.text for p in pieces[:i])
+        if before(ready, list(ready).index(first)) != before(best, shown):
+            return None
+    return first
 
 
 @dataclass(frozen=True)
@@ -470,7 +494,8 @@ class Engine:
         settings = DecodeSettings(request.max_tokens, sampler, tuple(request.stop), request.use_chunks,
                                   request.sample_acceptance, request.draft, keep, draft_cap=request.draft_cap,
                                   guard_details=request.guard_details, first_rank=request.first_rank,
-                                  natural_end=request.natural_end, leave_out=frozenset(request.leave_out), heal=heal)
+                                  natural_end=request.natural_end, leave_out=frozenset(request.leave_out),
+                                  instead_of=frozenset(request.instead_of), heal=heal)
         matcher = None      # none without chunks: the plain path of the bit-exactness contract (core/llama_runtime.py)
         if request.use_chunks and self.store.count()[0] > 0:
             if not self._refreshed:

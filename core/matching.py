@@ -468,7 +468,7 @@ class ChunkMatcher(MatchingState):
     def propose(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
                 exclude: Iterable[int] = (), greedy: bool = True, last_token: int | None = None,
                 model_choice: int | None = None, gate_mined: bool = False, typed: bool = True,
-                word_start: bool = True, own: bool = True) -> Proposal | None:
+                word_start: bool = True, own: bool = True, like: Iterable[int] = ()) -> Proposal | None:
         """The chunk to offer at this step with its acceptance probability, or None.
 
         *greedy*: the caller accepts only when q >= 0.5, so weaker matches are
@@ -479,6 +479,7 @@ class ChunkMatcher(MatchingState):
         or phrases starts, so only mined chunks after their entry token are looked for -- on most
         such steps nothing is, and the step costs no search at all.  *own* False: none of the user's
         own chunks (values, snippets) can go here (Decoder.own_chunks_fit), the same search as mid-word.
+        *like*: only a typed chunk of these chunks' field (:meth:`typed_proposal`).
         """
         if not word_start or not own:
             if last_token is not None and last_token not in self._mined_entries:
@@ -487,7 +488,7 @@ class ChunkMatcher(MatchingState):
         whitened = Once(lambda: self.whiten(hidden, hidden_local))
         if typed:
             typed_here = (self.learned_proposal(text, exclude)
-                          or self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened))
+                          or self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened, like=like))
             if typed_here is not None:
                 return typed_here
         floor = self.calibration.raw_cutoff(self.threshold) if greedy else max(self.eta, self.calibration.background)
@@ -560,9 +561,12 @@ class ChunkMatcher(MatchingState):
         return None
 
     def typed_proposal(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
-                       exclude: Iterable[int] = (), whitened: "Once | None" = None) -> Proposal | None:
+                       exclude: Iterable[int] = (), whitened: "Once | None" = None,
+                       like: Iterable[int] = ()) -> Proposal | None:
         """The typed chunk (phone, email, address...) whose field the slot classifier expects here, if sure
-        enough; None also where another field of the user's reads nearly as well (:meth:`rival_near`)."""
+        enough; None also where another field of the user's reads nearly as well (:meth:`rival_near`).
+        *like*: only a chunk of the field of these (another value in place of one shown: the detail
+        alternative, GenerationRequest.readier)."""
         agreement, others = self.type_readings(hidden, hidden_local, text, whitened)
         agreement = self.labelled(agreement, text)
         if not agreement:
@@ -571,6 +575,9 @@ class ChunkMatcher(MatchingState):
         # What may come here at all: not excluded, not written lately, not turned down at these words.
         open_ = {k: v for k, v in agreement.items()
                  if k not in skip and self._chunks[k]["text"] not in recent and not self.avoided(k, text)}
+        if like:                          # another value in place of one shown: its field only
+            fields = {self.typed_field(k) for k in like if self.is_typed(k)}
+            open_ = {k: v for k, v in open_.items() if self.typed_field(k) in fields}
         for chunk_id, score in sorted(open_.items(), key=lambda kv: kv[1], reverse=True):
             if score < self.type_cutoff * SENTENCE_CUT:
                 return None

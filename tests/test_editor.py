@@ -1355,6 +1355,28 @@ def test_an_entry_taken_word_by_word_teaches_once_it_is_whole_and_half_taken_tea
             assert learned == []                     # not even a turned-down place "I write to you as John"
 
 
+def test_the_other_of_two_emails_is_one_alt_bracket_away(qtbot, make_window, tmp_path):
+    """A library with a work and a personal email: after "my personal email is" the personal one is
+    suggested, and the detail alternative asks for another value of that field in its place, so the
+    work email is one Alt+] away; Tab takes it.  Catches a detail alternative that asks for the same
+    entry again (it brought the personal email too and was dropped: the other was out of reach)."""
+    db = tmp_path / "two-emails.db"
+    work, personal = "ana.marin@northwind.com", "ana.m.1988@gmail.com"
+    with ChunkStore(db) as store:
+        store.add_chunk(work, "pii", ["My work email is", "At the office, email me at"], label="work email")
+        store.add_chunk(personal, "pii", ["My personal email is", "For private things, email me at"],
+                        label="personal email")
+    w = make_window(db=db)
+    body = type_and_wait(qtbot, w, "Hi Tom,\n\nFor anything private, my personal email is")
+    assert personal in body.ghost_text and work not in body.ghost_text
+    qtbot.waitUntil(lambda: w.alternatives.request_id == -1 and "Alt+] work email" in w.alt_label.text(),
+                    timeout=WAIT)
+    qtbot.keyClick(body, Qt.Key_BracketRight, Qt.AltModifier)
+    assert work in body.ghost_text and [p.label for p in body.pieces if p.from_chunk] == ["work email"]
+    qtbot.keyClick(body, Qt.Key_Tab)
+    assert work in body.toPlainText() and personal not in body.toPlainText()
+
+
 def test_where_nothing_is_suggested_alt_bracket_brings_the_detail(qtbot, make_window):
     """After "Updates please to:" the model would open a new paragraph, so nothing is
     suggested; the detail alternative still works out the user's email, and Alt+] puts it at the empty
