@@ -1,7 +1,8 @@
 #!/bin/bash
 # The editor under Xvfb with a library that holds a work and a personal email: after "For anything
-# private, my personal email is" the personal one comes, highlighted (ChunkMatcher.which_of;
-# docs/img/two-values-xvfb.png).
+# private, my personal email is" the personal one comes, highlighted (ChunkMatcher.which_of), and the
+# status bar names the work email one Alt+] away; Alt+] shows it (docs/img/two-values-xvfb.png,
+# docs/img/two-values-alt-xvfb.png).
 source "$(dirname "$0")/xvfb_common.sh"
 xvfb_start 96
 export HOME=$T PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring CHUNKWISE_PASSPHRASE=xvfb-session-only
@@ -17,6 +18,9 @@ window_focus
 xdotool type --delay 50 "Hi Tom,"
 xdotool key Return Return
 xdotool type --delay 50 "For anything private, my personal email is"
-sleep 10
+sleep 12
 import -window root docs/img/two-values-xvfb.png
+xdotool key alt+bracketright
+sleep 1
+import -window root docs/img/two-values-alt-xvfb.png
 xvfb_stop
