@@ -91,9 +91,10 @@ class GenerationRequest:
         long (the detail alternative: a value comes in one step, after a lead-in word or two at most);
         None where there is nothing readier to ask: chunks off, or *threshold* (the engine's, which
         this request runs at unless it names its own) at READY_THRESHOLD or below already.  Where the
-        suggestion *shown* brings library entries, the alternative asks instead for another value of
-        their field, as sure as they were: the same request at its own threshold with them left out
-        and only their field open (``instead_of``: the other of two emails after "my personal email is").
+        suggestion *shown* starts with a library entry (after a lead-in word at most), the alternative
+        asks instead for another value of its field, as sure as it was: the same request at its own
+        threshold with it left out and only its field open (``instead_of``: the other of two emails after
+        "my personal email is").
 
         >>> r = GenerationRequest("Ship to:", first_rank=1).readier(0.3)
         >>> r.threshold, r.first_rank, r.prompt, GenerationRequest("Ship to:").readier(0.1)
@@ -101,11 +102,17 @@ class GenerationRequest:
         >>> r = GenerationRequest("Ship to:").readier(0.3, [Piece(" 1 Main St", "chunk", 4, "pii")])
         >>> r.threshold, r.leave_out, r.instead_of
         (None, (4,), (4,))
+        >>> GenerationRequest("Hi").readier(0.3, [Piece(" Sam, call me or"), Piece(" 1 Main St", "chunk", 4, "pii")]).threshold
+        0.1
         """
         if not self.use_chunks or (self.threshold if self.threshold is not None else threshold) <= READY_THRESHOLD:
             return None
         short = min(self.max_tokens, READY_TOKENS)
-        entries = tuple(dict.fromkeys(p.chunk_id for p in shown if p.from_chunk and p.kind not in REPEATABLE_KINDS))
+        first = next((i for i, p in enumerate(shown) if p.from_chunk and p.kind not in REPEATABLE_KINDS), None)
+        lead_in = "".join(p.text for p in shown[:first]) if first is not None else ""
+        # Only an entry the suggestion starts with (after a lead-in word at most): one further on leaves
+        # the cursor's place to the detail alternative as before.
+        entries = (shown[first].chunk_id,) if first is not None and len(lead_in.split()) <= 1 else ()
         if entries:
             return replace(self, first_rank=None, max_tokens=short, instead_of=entries,
                            leave_out=(*self.leave_out, *(e for e in entries if e not in self.leave_out)))

@@ -479,16 +479,25 @@ class ChunkMatcher(MatchingState):
         or phrases starts, so only mined chunks after their entry token are looked for -- on most
         such steps nothing is, and the step costs no search at all.  *own* False: none of the user's
         own chunks (values, snippets) can go here (Decoder.own_chunks_fit), the same search as mid-word.
-        *like*: only a typed chunk of these chunks' field (:meth:`typed_proposal`).
+        *like*: only a chunk of these chunks' field, by the typed route (a learned context of one, or
+        :meth:`typed_proposal`), nothing else (the detail alternative in place of a value shown).
         """
         if not word_start or not own:
             if last_token is not None and last_token not in self._mined_entries:
                 return None
             typed = False
         whitened = Once(lambda: self.whiten(hidden, hidden_local))
+        if like:                          # another value in place of one shown: that field's, by the typed route only
+            if not typed:
+                return None
+            fields = {self.typed_field(k) for k in like} - {None}
+            learned = self.learned_proposal(text, exclude)
+            if learned is not None and self.typed_field(learned.chunk_id) in fields:
+                return learned
+            return self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened, like=like)
         if typed:
             typed_here = (self.learned_proposal(text, exclude)
-                          or self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened, like=like))
+                          or self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened))
             if typed_here is not None:
                 return typed_here
         floor = self.calibration.raw_cutoff(self.threshold) if greedy else max(self.eta, self.calibration.background)
@@ -575,8 +584,8 @@ class ChunkMatcher(MatchingState):
         # What may come here at all: not excluded, not written lately, not turned down at these words.
         open_ = {k: v for k, v in agreement.items()
                  if k not in skip and self._chunks[k]["text"] not in recent and not self.avoided(k, text)}
-        if like:                          # another value in place of one shown: its field only
-            fields = {self.typed_field(k) for k in like if self.is_typed(k)}
+        if like:                          # another value in place of one shown: its field only (none for a
+            fields = {self.typed_field(k) for k in like if self.is_typed(k)}      # snippet not typed)
             open_ = {k: v for k, v in open_.items() if self.typed_field(k) in fields}
         for chunk_id, score in sorted(open_.items(), key=lambda kv: kv[1], reverse=True):
             if score < self.type_cutoff * SENTENCE_CUT:

@@ -198,10 +198,12 @@ class MatchingState:
             if learned:             # only chunks with some: the map is rebuilt from them at every edit
                 self._chunk_phrases[chunk.id] = learned
             bag = m.chunk_words((c.text for c in chunk.contexts), chunk.label)
-            # "own": the words the user gave this chunk (its lead-ins, label and value; unlike "words",
-            # not its field's usual words): what sets it apart from another value of its field
-            # (ChunkMatcher.which_of).
-            own = set(words(" ".join(c.text for c in chunk.contexts) + f" {chunk.label or ''} {chunk.text}"))
+            # "own": the words the user gave this chunk in the library (its lead-ins, label and value; unlike
+            # "words", not its field's usual words, nor learned contexts: a value taken once after "my personal
+            # email is" must not make "personal" the work email's too): what sets it apart from another value
+            # of its field (ChunkMatcher.which_of).
+            stored = " ".join(c.text for c in chunk.contexts if c.origin != LEARNED)
+            own = set(words(f"{stored} {chunk.label or ''} {chunk.text}"))
             self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag,
                                       "own": own, "group": speaks_as_we(c.text for c in chunk.contexts)}
             if chunk.kind not in m.REPEATABLE_KINDS:
