@@ -490,9 +490,8 @@ class ChunkMatcher(MatchingState):
         if like:                          # another value in place of one shown: that field's, by the typed route only
             if not typed:
                 return None
-            fields = {self.typed_field(k) for k in like} - {None}
             learned = self.learned_proposal(text, exclude)
-            if learned is not None and self.typed_field(learned.chunk_id) in fields:
+            if learned is not None and self.typed_field(learned.chunk_id) in self.fields_of(like):
                 return learned
             return self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened, like=like)
         if typed:
@@ -584,8 +583,8 @@ class ChunkMatcher(MatchingState):
         # What may come here at all: not excluded, not written lately, not turned down at these words.
         open_ = {k: v for k, v in agreement.items()
                  if k not in skip and self._chunks[k]["text"] not in recent and not self.avoided(k, text)}
-        if like:                          # another value in place of one shown: its field only (none for a
-            fields = {self.typed_field(k) for k in like if self.is_typed(k)}      # snippet not typed)
+        if like:                          # another value in place of one shown: its field only
+            fields = self.fields_of(like)
             open_ = {k: v for k, v in open_.items() if self.typed_field(k) in fields}
         for chunk_id, score in sorted(open_.items(), key=lambda kv: kv[1], reverse=True):
             if score < self.type_cutoff * SENTENCE_CUT:
@@ -596,11 +595,7 @@ class ChunkMatcher(MatchingState):
                 return None               # two of the user's fields read alike: neither (nor a weaker one)
             # Two values of this field (a work and a personal email), each sure enough for its own cut:
             # which one.  The field was decided above, by its best reading (the rival rule included).
-            field = self.typed_field(chunk_id)
-            siblings = [k for k, v in sorted(open_.items(), key=lambda kv: kv[1], reverse=True)
-                        if self.typed_field(k) == field and v >= self.cut_for(k, text)]
-            if len(siblings) > 1:
-                chunk_id = self.which_of(siblings, text)
+            chunk_id = self.which_here(chunk_id, {k: v for k, v in open_.items() if v >= self.cut_for(k, text)}, text)
             info, score = self._chunks[chunk_id], open_[chunk_id]
             return Proposal(chunk_id=chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
                             tokens=self._tokens[self._typed_label[chunk_id]], match=round(score, 4),
@@ -615,6 +610,17 @@ class ChunkMatcher(MatchingState):
         the lower bar (bench/paragraphs.py)."""
         lowered = is_sentence(self._chunks[chunk_id]["text"]) and not at_line_start(text)
         return self.type_cutoff * (SENTENCE_CUT if lowered else 1.0)
+
+    def fields_of(self, chunk_ids: Iterable[int]) -> set[str]:
+        """The typed fields of *chunk_ids* (none for a chunk that is not typed)."""
+        return {self.typed_field(k) for k in chunk_ids if self.is_typed(k)}
+
+    def which_here(self, chunk_id: int, readings: dict[int, float], text: str) -> int:
+        """*chunk_id*, or where *readings* (chunk id -> reading) hold other values of its field, the one
+        of them the sentence speaks of (:meth:`which_of`, in the readings' order)."""
+        field = self.typed_field(chunk_id)
+        siblings = [k for k in sorted(readings, key=readings.get, reverse=True) if self.typed_field(k) == field]
+        return self.which_of(siblings, text) if len(siblings) > 1 else chunk_id
 
     def which_of(self, chunk_ids: Sequence[int], text: str) -> int:
         """Of the user's values of one field (*chunk_ids*, the slot classifier's order: a work and a

@@ -200,10 +200,7 @@ def insertion_places(engine, text: str, limit: int = 3000, progress: Progress | 
             if best is None or reach > best[1]:
                 best = (chunk_id, reach)
         if best is not None:             # of two values of that field, the one decoding would take
-            field = matcher.typed_field(best[0])
-            siblings = [k for k in sorted(readings, key=readings.get, reverse=True) if matcher.typed_field(k) == field]
-            if len(siblings) > 1:
-                best = (matcher.which_of(siblings, so_far), best[1])
+            best = (matcher.which_here(best[0], readings, so_far), best[1])
         for cand in matcher.candidates(p.hidden, p.local, so_far, last_token=p.last_token,
                                        model_choice=p.model_choice)[:1]:
             if matcher.is_typed(cand.chunk_id):
