@@ -23,6 +23,17 @@ with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
 PY
 }
 
+seed_entries() {        # lines "label|value|context; context" on stdin go into the private store as personal details.
+    .venv/bin/python -c '
+import os, sys
+from chunkwise.core import ChunkStore
+with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
+    for line in filter(str.strip, sys.stdin):
+        label, value, contexts = line.rstrip("\n").split("|")
+        s.add_chunk(value, "pii", [c.strip() for c in contexts.split(";")], label=label)
+'
+}
+
 seed_paper_profile() {  # the paper's PII profile (tests/data/pii_profile_paper.json), four contexts a field.
     .venv/bin/python - <<'PY'
 import json, os

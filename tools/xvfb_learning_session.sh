@@ -4,13 +4,10 @@ set -x
 source "$(dirname "$0")/xvfb_common.sh"
 xvfb_start 99
 export CHUNKWISE_PASSPHRASE=xvfb-session-only
-.venv/bin/python - <<'PY'
-import os
-from chunkwise.core import ChunkStore
-with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
-    s.add_chunk("+44 20 7946 0321", "pii", ["My phone number is", "You can call me on"], label="phone")
-    s.add_chunk("mara@nordhavn.co.uk", "pii", ["My email is", "Email me at"], label="email")
-PY
+seed_entries <<'ENTRIES'
+phone|+44 20 7946 0321|My phone number is; You can call me on
+email|mara@nordhavn.co.uk|My email is; Email me at
+ENTRIES
 app_start 25
 window_focus
 xdotool type --delay 60 "Hi Oskar,"

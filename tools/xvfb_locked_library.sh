@@ -5,12 +5,9 @@ set -x
 source "$(dirname "$0")/xvfb_common.sh"
 xvfb_start 98
 export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring      # a session with no keychain
-CHUNKWISE_PASSPHRASE=xvfb-session-only .venv/bin/python - <<'PY'
-import os
-from chunkwise.core import ChunkStore
-with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
-    s.add_chunk("+44 20 7946 0321", "pii", ["My phone number is", "You can call me on"], label="phone")
-PY
+CHUNKWISE_PASSPHRASE=xvfb-session-only seed_entries <<'ENTRIES'
+phone|+44 20 7946 0321|My phone number is; You can call me on
+ENTRIES
 app_start 6
 import -window root docs/img/locked-ask-xvfb.png
 xdotool key Escape            # decline the passphrase

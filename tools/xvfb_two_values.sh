@@ -6,13 +6,10 @@
 source "$(dirname "$0")/xvfb_common.sh"
 xvfb_start 96
 export HOME=$T PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring CHUNKWISE_PASSPHRASE=xvfb-session-only
-.venv/bin/python - <<'PY'
-import os
-from chunkwise.core import ChunkStore
-with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
-    s.add_chunk("ana.marin@northwind.com", "pii", ["My work email is", "At the office, email me at"], label="work email")
-    s.add_chunk("ana.m.1988@gmail.com", "pii", ["My personal email is", "For private things, email me at"], label="personal email")
-PY
+seed_entries <<'ENTRIES'
+work email|ana.marin@northwind.com|My work email is; At the office, email me at
+personal email|ana.m.1988@gmail.com|My personal email is; For private things, email me at
+ENTRIES
 app_start 40
 window_focus
 xdotool type --delay 50 "Hi Tom,"
