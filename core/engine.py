@@ -108,11 +108,10 @@ class GenerationRequest:
         if not self.use_chunks or (self.threshold if self.threshold is not None else threshold) <= READY_THRESHOLD:
             return None
         short = min(self.max_tokens, READY_TOKENS)
-        first = next((i for i, p in enumerate(shown) if p.from_chunk and p.kind not in REPEATABLE_KINDS), None)
-        lead_in = "".join(p.text for p in shown[:first]) if first is not None else ""
-        # Only an entry the suggestion starts with (after a lead-in word at most): one further on leaves
-        # the cursor's place to the detail alternative as before.
-        entries = (shown[first].chunk_id,) if first is not None and len(lead_in.split()) <= 1 else ()
+        # Only an entry the suggestion starts with: one further on leaves the cursor's place to the
+        # detail alternative as before.
+        first = entry_at_start(shown)
+        entries = (shown[first].chunk_id,) if first is not None else ()
         if entries:
             return replace(self, first_rank=None, max_tokens=short, instead_of=entries,
                            leave_out=(*self.leave_out, *(e for e in entries if e not in self.leave_out)))
@@ -128,10 +127,25 @@ READY_THRESHOLD = 0.1
 READY_TOKENS = 6          # the detail alternative's length: a lead-in word or two, the value, a little after it
 
 
+def entry_at_start(pieces: Sequence[Piece]) -> int | None:
+    """The index in *pieces* of the library entry (not a phrase mined from the user's mail) a suggestion
+    starts with, after a lead-in word at most; None where it starts with none.
+
+    >>> phone = Piece(" +49 151", "chunk", 7, "pii", "Phone")
+    >>> entry_at_start([Piece(" at"), phone]), entry_at_start([Piece(" Sam, call me on"), phone]), entry_at_start([])
+    (1, None, None)
+    """
+    first = next((i for i, p in enumerate(pieces) if p.from_chunk and p.kind not in REPEATABLE_KINDS), None)
+    if first is None or len("".join(p.text for p in pieces[:first]).split()) > 1:
+        return None
+    return first
+
+
 def detail_offered(ready: Sequence[Piece], best: Sequence[Piece]) -> Piece | None:
     """The first of the user's library entries (not a phrase mined from their mail) in *ready*, unless
-    *best* brings it too; where *best* brings an entry of its own, only one that stands in its place
-    (after the same text): the other of two emails, not an entry further on.
+    *best* brings it too; where *best* starts with an entry of its own (:func:`entry_at_start`, when
+    ``GenerationRequest.readier`` asked for another value of its field), only one that stands in its
+    place (after the same text): the other of two emails, not an entry further on.
 
     >>> phone = Piece(" +49 151", "chunk", 7, "pii", "Phone")
     >>> mined = Piece(" Thanks,", "chunk", 9, "self")
@@ -142,12 +156,14 @@ def detail_offered(ready: Sequence[Piece], best: Sequence[Piece]) -> Piece | Non
     >>> mobile = Piece(" +44 7700", "chunk", 8, "pii", "mobile")
     >>> detail_offered([mobile], [phone]).chunk_id, detail_offered([Piece(" and"), mobile], [phone])
     (8, None)
+    >>> detail_offered([mobile], [Piece(" Sam, call me or write to"), phone]).chunk_id   # an entry further on
+    8
     """
     have = {p.chunk_id for p in best if p.from_chunk}
     first = next((p for p in ready if p.from_chunk and p.kind not in REPEATABLE_KINDS), None)
     if first is None or first.chunk_id in have:
         return None
-    shown = next((i for i, p in enumerate(best) if p.from_chunk and p.kind not in REPEATABLE_KINDS), None)
+    shown = entry_at_start(best)
     if shown is not None:         # another value for that place, not an entry further on
         before = lambda pieces, i: "".join(p.text for p in pieces[:i])
         if before(ready, list(ready).index(first)) != before(best, shown):
