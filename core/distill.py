@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import AbstractSet, Callable, Sequence
 
 import numpy as np
 
@@ -110,7 +110,9 @@ class Miner:
     def __init__(self, rt: LlamaRuntime, gamma: float = DEFAULT_GAMMA, teacher: LlamaRuntime | None = None,
                  corpus_teacher=None):
         """*corpus_teacher*: ``(ModelStats, KnnSettings)`` -- the kNN-LM of the corpus itself
-        decides the chunks (see :func:`corpus_teacher_confidence`)."""
+        decides the chunks (see :func:`corpus_teacher_confidence`); or ``(ModelStats, KnnSettings,
+        KnnLM, document hashes)``: with the datastore of what was learned before as well, and the
+        documents it already holds (each of those is not its own teacher)."""
         if not 0.0 < gamma < 1.0:
             raise ChunkwiseError(f"gamma must be between 0 and 1 (exclusive), not {gamma}.")
         if teacher is not None and corpus_teacher is not None:
@@ -165,8 +167,10 @@ class Miner:
             if progress:
                 progress(i + 1, len(docs))
         if self.corpus_teacher is not None:
-            stats, settings = self.corpus_teacher
-            confidences = corpus_teacher_confidence([p[1] for p in out], stats, settings)
+            stats, settings, *rest = self.corpus_teacher
+            earlier, held = (rest + [None, frozenset()])[:2] if rest else (None, frozenset())
+            skip = {i for i, p in enumerate(out) if document_hash(p[0]) in held}
+            confidences = corpus_teacher_confidence([p[1] for p in out], stats, settings, earlier=earlier, skip=skip)
             out = [(d, sc, conf, None) for (d, sc, _c, _t), conf in zip(out, confidences)]
         return out
 
@@ -212,6 +216,11 @@ class Miner:
         return None
 
 
+def document_hash(doc: Document) -> str:
+    """What names a document's rows in the kNN datastore (a document learned twice adds them once)."""
+    return hashlib.sha1((doc.prefix + "\x00" + doc.text).encode("utf-8")).hexdigest()
+
+
 def knn_rows(doc: Document, scored: Scored, teacher: Scored | None) -> list[tuple]:
     """kNN-LM datastore rows of one document: (doc hash, key, next token, teacher top-k ids, probs).
 
@@ -219,7 +228,7 @@ def knn_rows(doc: Document, scored: Scored, teacher: Scored | None) -> list[tupl
     of the mined text).  Teacher probabilities only when the teacher shares
     the working model's tokens (then its rows line up with ours).
     """
-    digest = hashlib.sha1((doc.prefix + "\x00" + doc.text).encode("utf-8")).hexdigest()
+    digest = document_hash(doc)
     rows = []
     for p in range(scored.first, len(scored.tokens) - 1):
         if np.isnan(scored.logprob[p + 1]):
@@ -259,7 +268,8 @@ def generate_corpus(engine, prompts: Sequence[str], samples: int = 2, max_tokens
     return docs
 
 
-def corpus_teacher_confidence(passes: Sequence[Scored], stats, settings, spare: int = 48) -> list[np.ndarray]:
+def corpus_teacher_confidence(passes: Sequence[Scored], stats, settings, spare: int = 48,
+                              earlier=None, skip: AbstractSet[int] = frozenset()) -> list[np.ndarray]:
     """Token log-probabilities under the kNN-LM of the *other* documents (leave one out).
 
     The user's own writing makes a teacher that knows what a 135M model
@@ -268,6 +278,13 @@ def corpus_teacher_confidence(passes: Sequence[Scored], stats, settings, spare: 
     with hard labels), the neighbours drawn from every document but the
     one being scored, so a phrase counts only when it recurs across
     documents.
+
+    *earlier*: the kNN-LM of what was learned before (:class:`chunkwise.core.knn.KnnLM`, the
+    engine's datastore); its rows are other documents too, and its nearest join the batch's.
+    Without it, an email learned on its own (the editor learns each sent email so) has no other
+    document and is mined on the model's confidence alone: the phrases the user repeats from
+    earlier mail never became chunks.  *skip*: passes whose document that datastore already holds
+    (learned again), which would find themselves there.
     """
     from .knn import build_index, mix_one
 
@@ -280,8 +297,36 @@ def corpus_teacher_confidence(passes: Sequence[Scored], stats, settings, spare: 
         owner.append(np.full(len(nxt), d))
         where.append(nxt)
     out = [sc.logprob.copy() for sc in passes]
-    if not keys or sum(len(k) for k in keys) == 0 or len(passes) < 2:
+    if earlier is not None and len(earlier) == 0:
+        earlier = None
+    if not keys or sum(len(k) for k in keys) == 0 or (len(passes) < 2 and earlier is None):
         return out
+    vectors = stats.transform(np.vstack(keys))                                  # (n, d) unit rows
+    values_all, owner_all = np.concatenate(values), np.concatenate(owner)
+    if len(passes) >= 2:
+        want = min(len(vectors), settings.k + spare)
+        index = build_index(vectors, ef=max(64, want))
+        labels, dist = index.knn_query(vectors, k=want, num_threads=1)         # (n, want)
+    if earlier is not None:
+        k_earlier = min(settings.k, len(earlier))
+        e_labels, e_dist = earlier.index.knn_query(vectors, k=k_earlier, num_threads=1)   # (n, k)
+        e_values = earlier.values[e_labels.astype(np.int64)]                  # (n, k)
+    row = 0
+    for d, sc in enumerate(passes):
+        for pos in where[d]:
+            dst, vals = np.empty(0, np.float32), np.empty(0, np.int64)
+            if len(passes) >= 2:
+                keep = owner_all[labels[row]] != d
+                dst, vals = dist[row][keep][: settings.k], values_all[labels[row][keep][: settings.k]]
+            if earlier is not None and d not in skip:
+                dst, vals = np.concatenate([dst, e_dist[row]]), np.concatenate([vals, e_values[row]])
+                nearest = np.argsort(dst, kind="stable")[: settings.k]
+                dst, vals = dst[nearest], vals[nearest]
+            if len(dst):
+                p_lm = math.exp(sc.logprob[pos])
+                out[d][pos] = math.log(max(mix_one(p_lm, sc.tokens[pos], dst, vals, settings), 1e-300))
+            row += 1
+    return out
     vectors = stats.transform(np.vstack(keys))
     values_all, owner_all = np.concatenate(values), np.concatenate(owner)
     want = min(len(vectors), settings.k + spare)

@@ -398,22 +398,10 @@ class Engine:
         """The kNN-LM datastore of the mined corpus (loaded on first use), with ``knn_settings``.
 
         Its HNSW graph is kept beside the store (:attr:`knn_index_path`, sealed with the store's
-        key), built when learning adds rows (core/learning.mine) and read back on later starts."""
+        key), grown when learning adds rows (core/learning.mine, :meth:`catch_up_knn`) and read back
+        on later starts."""
         if self._knn is None:
-            from .knn import load_index, save_index
-
-            keys, values, ids, probs, _teacher = self.store.knn_data(self.model_id)
-            if len(values) == 0:
-                raise ChunkwiseError("There is no kNN datastore for this model yet: run "
-                                     "'chunkwise mine --knn --corpus ...' first.")
-            path, signature = self.knn_index_path, self._knn_signature()
-            kept = load_index(path, signature, self.store.key) if path is not None else None
-            self._knn = KnnLM(self.matcher.stats, keys, values, ids, probs, self.knn_settings, index=kept)
-            if path is not None and kept is None:
-                try:
-                    save_index(self._knn.index, path, signature, self.store.key)
-                except OSError:
-                    pass                    # a full or read-only disk: built again next start, nothing lost
+            self._knn = self._datastore()
         self._knn.settings = self.knn_settings.check()
         return self._knn
 
@@ -425,8 +413,23 @@ class Engine:
         return index.with_name(index.name[: -len(".hnsw")] + ".knn.hnsw") if index is not None else None
 
     def _knn_signature(self) -> str:
-        rows, last = self.store.knn_extent(self.model_id)
-        return f"{self.runtime.identity}|{ModelStats.source_id()}|{rows}|{last}"
+        return "|".join(map(str, (self._knn_kind(), *self.store.knn_extent(self.model_id))))
+
+    def _knn_kind(self) -> str:
+        return f"{self.runtime.identity}|{ModelStats.source_id()}"
+
+    def _datastore(self, held: KnnLM | None = None) -> KnnLM:
+        from .knn import datastore
+
+        return datastore(self.store, self.model_id, self._knn_kind(), self.matcher.stats, self.knn_settings,
+                         self.knn_index_path, self.store.key, held=held)
+
+    def catch_up_knn(self) -> None:
+        """After learning added rows to the kNN datastore: the one in memory grown by them, or the graph
+        kept before (core/knn.py datastore), and kept again; built whole only where neither is there.
+        Building it whole after every learned email held the lane 84 s at 100k rows
+        (bench/learn_latency.py)."""
+        self._knn = self._datastore(held=self._knn) if self.store.knn_count(self.model_id) else None
 
     @property
     def model_name(self) -> str:
@@ -605,7 +608,16 @@ class Engine:
             old.close()
         return self.refresh(progress, cancelled)
 
+    def keep_knn(self) -> None:
+        """Write the kNN-LM's graph beside the store if rows were learned since it was last kept
+        (learning writes it only every KEEP_AFTER_ROWS rows: core/knn.py datastore)."""
+        if self._knn is not None:
+            from .knn import keep_datastore
+
+            keep_datastore(self._knn, self.knn_index_path, self.store.key)
+
     def close(self) -> None:
+        self.keep_knn()
         self._read_ahead.clear()
         self.runtime.close()
         self.store.close()

@@ -43,13 +43,17 @@ import numpy as np
 from .encoding import ModelStats
 from .errors import ChunkwiseError
 
-INDEX_FORMAT = 1         # the kept graph's file (save_index)
+INDEX_FORMAT = 2         # the kept graph's file (save_index); 2: its signature sealed inside, not as the seal's label
+_SEALED_AS = f"knn-index:{INDEX_FORMAT}"   # what a sealed graph file is for (its associated data)
 EF_SEARCH = 64
 # Near a stored context: the default gate's midpoint.  Below 0.4 the kNN-LM's next token was right 87-89% of
 # the time on the dev emails against the model's 46-51%, from 0.4 to 0.6 58% against 35%, farther out less
 # often than the model's (bench/keystrokes.py --knn-distance).  There the user's own writing speaks for what
 # comes next (Decoder.writing_backs).
 NEAR = 0.5
+# Rows learned since the graph was last kept before it is written again (Engine.close writes the rest): each
+# write is a second at 100k rows, and a start grows the kept graph by at most these (under 2 s here).
+KEEP_AFTER_ROWS = 2_000
 
 
 @dataclass
@@ -96,35 +100,124 @@ def build_index(vectors: np.ndarray, ef: int = EF_SEARCH) -> hnswlib.Index:
     return index
 
 
+def grow_index(index: hnswlib.Index, vectors: np.ndarray) -> None:
+    """Unit rows (m, d) added to a built graph after its rows, labelled on from its count: what
+    learning added since the graph was built.  hnswlib inserts them into the graph as it inserted
+    the first ones, one thread, so growing costs what those rows cost in a build, not a build:
+    84 s at 100k rows here (bench/library_update.py), against seconds to grow it by one
+    email's rows (bench/learn_latency.py).  The graph then differs from one built over all the rows
+    at once (each row's level is drawn afresh), as two builds in different orders do: the
+    neighbours it finds are as near."""
+    start, m = index.get_current_count(), len(vectors)
+    if m == 0:
+        return
+    if index.get_max_elements() < start + m:
+        index.resize_index(start + m)
+    index.add_items(vectors, np.arange(start, start + m), num_threads=1)
+
+
 def save_index(index: hnswlib.Index, path: str | os.PathLike, signature: str, key=None) -> None:
     """Keep the datastore's graph at *path*, owner-only, replaced all or nothing; sealed with the
     store's *key* (core/crypto.StoreKey) when it has one -- its vectors are states of the user's
-    writing.  *signature* names the datastore it indexes (see :func:`load_index`)."""
+    writing.  *signature* names the datastore it indexes (see :func:`load_index`); it is sealed
+    inside, so the file can be opened to learn which datastore it holds (:func:`read_kept`)."""
     from .index import graph_bytes
     from .paths import atomic_write
 
     head = json.dumps({"format": INDEX_FORMAT, "signature": signature}).encode("utf-8")
     payload = len(head).to_bytes(4, "big") + head + graph_bytes(index)
-    atomic_write(path, payload if key is None else key.seal_file(payload, f"knn-index:{signature}"))
+    atomic_write(path, payload if key is None else key.seal_file(payload, _SEALED_AS))
 
 
-def load_index(path: str | os.PathLike, signature: str, key=None) -> hnswlib.Index | None:
-    """The graph :func:`save_index` kept for the datastore named *signature*; None when there is
-    none, or it is for another datastore, model or key, or damaged (the caller builds it again)."""
+def read_kept(path: str | os.PathLike, key=None) -> tuple[str, hnswlib.Index] | None:
+    """(signature, graph) that :func:`save_index` kept at *path*; None when there is none, it is of
+    another format or key, or damaged."""
     from .errors import StoreError
     from .index import graph_from
 
     try:
         raw = Path(path).read_bytes()
         if key is not None:
-            raw = key.open_file(raw, f"knn-index:{signature}")
+            raw = key.open_file(raw, _SEALED_AS)
         size = int.from_bytes(raw[:4], "big")
         head = json.loads(raw[4:4 + size].decode("utf-8"))
-        if head.get("format") != INDEX_FORMAT or head.get("signature") != signature:
+        if head.get("format") != INDEX_FORMAT or not isinstance(head.get("signature"), str):
             return None
-        return graph_from(raw[4 + size:])
+        return head["signature"], graph_from(raw[4 + size:])
     except (OSError, ValueError, KeyError, RuntimeError, TypeError, UnicodeDecodeError, StoreError):
         return None
+
+
+def load_index(path: str | os.PathLike, signature: str, key=None) -> hnswlib.Index | None:
+    """The graph :func:`save_index` kept for the datastore named *signature*; None when there is
+    none, or it is for another datastore, model or key, or damaged (the caller builds it again)."""
+    kept = read_kept(path, key)
+    return kept[1] if kept is not None and kept[0] == signature else None
+
+
+def datastore(store, model_id: int, kind: str, stats: ModelStats, settings: KnnSettings, path: Path | None,
+              key=None, held: "KnnLM | None" = None) -> "KnnLM":
+    """The kNN-LM over *store*'s rows for *model_id*, reading and building the least it can: *held*
+    (the datastore in memory) grown by the rows learning added since; else the graph kept at *path*
+    for all the rows, or for those up to an earlier row (it grows by the rest); else one built.  Kept
+    at *path* again whenever its graph changed.  *kind* names the model and how states are whitened;
+    a graph kept for another is built anew.
+
+    Rows are only ever added or all cleared, so a graph kept for an earlier extent (rows, newest
+    row id, digest: ChunkStore.knn_extent) that the store still holds up to that id covers its first
+    rows."""
+    extent = store.knn_extent(model_id)                   # (rows, newest row id, digest)
+    if extent[0] == 0:
+        raise ChunkwiseError("There is no kNN datastore for this model yet: run "
+                             "'chunkwise mine --knn --corpus ...' first.")
+
+    def covers(earlier) -> bool:          # the store's rows up to that id are still the ones it holds
+        return store.knn_extent(model_id, upto=earlier[1]) == tuple(earlier)
+
+    if held is not None and held.kind == kind and held.extent is not None and covers(held.extent):
+        if held.extent != extent:
+            held.grow(*store.knn_data(model_id, after=held.extent[1]))
+            held.extent = extent
+            # Writing the graph again (a second at 100k rows) waits until enough rows are new; a start
+            # in between grows the graph kept before by them, as learning did (Engine.close keeps it).
+            if extent[0] - (held.kept[0] if held.kept else 0) >= KEEP_AFTER_ROWS:
+                keep_datastore(held, path, key)
+        return held
+    kept = read_kept(path, key) if path is not None else None
+    if kept is not None:
+        kept_kind, *named = kept[0].rsplit("|", 3)
+        try:
+            kept_extent = (int(named[0]), int(named[1]), named[2])
+        except (IndexError, ValueError):
+            kept_extent = None
+        if (kept_kind == kind and kept_extent is not None and covers(kept_extent)
+                and kept[1].get_current_count() == kept_extent[0]):
+            # The graph holds its rows' keys: read the rest of those rows without them, then grow.
+            _none, values, ids, probs, teacher = store.knn_data(model_id, upto=kept_extent[1], keys=False)
+            knn = KnnLM(stats, None, values, ids, probs, settings, index=kept[1])
+            knn.kind, knn.teacher, knn.extent, knn.kept = kind, teacher, kept_extent, kept_extent
+            if kept_extent != extent:
+                knn.grow(*store.knn_data(model_id, after=kept_extent[1]))
+                knn.extent = extent
+                keep_datastore(knn, path, key)
+            return knn
+    keys, values, ids, probs, teacher = store.knn_data(model_id)
+    knn = KnnLM(stats, keys, values, ids, probs, settings)
+    knn.kind, knn.teacher, knn.extent = kind, teacher, extent
+    keep_datastore(knn, path, key)
+    return knn
+
+
+def keep_datastore(knn: "KnnLM", path: Path | None, key=None) -> None:
+    """Keep *knn*'s graph at *path*, named by its kind and extent, unless it is kept already; a full or
+    read-only disk keeps nothing (the next start builds or grows it again), and loses nothing."""
+    if path is None or knn.kept == knn.extent:
+        return
+    try:
+        save_index(knn.index, path, "|".join(map(str, (knn.kind, *knn.extent))), key)
+        knn.kept = knn.extent
+    except OSError:
+        pass
 
 
 def neighbour_weights(dist: np.ndarray, temperature: float) -> np.ndarray:
@@ -167,19 +260,43 @@ def mix_one(p_lm: float, token: int, dist: np.ndarray, values: np.ndarray, s: Kn
 class KnnLM:
     """The datastore in memory: an HNSW index over whitened keys, plus values."""
 
-    def __init__(self, stats: ModelStats, keys: np.ndarray, values: np.ndarray,
+    def __init__(self, stats: ModelStats, keys: np.ndarray | None, values: np.ndarray,
                  topk_ids: np.ndarray | None = None, topk_probs: np.ndarray | None = None,
                  settings: KnnSettings | None = None, index=None):
-        """*index*: the graph over these *keys* already built (:func:`load_index`); built here if None."""
-        if len(keys) == 0:
+        """*keys* (n, d) and *values* (n,) of the rows; *index*: the graph over them already built
+        (:func:`read_kept`), then *keys* may be None; built here if None."""
+        if len(values) == 0:
             raise ChunkwiseError("The kNN datastore is empty: mine a corpus with --knn first.")
         self.stats, self.settings = stats, (settings or KnnSettings()).check()
         self.values = np.asarray(values, dtype=np.int64)
         self.topk_ids, self.topk_probs = topk_ids, topk_probs
-        if index is None or index.get_current_count() != len(keys):
+        if index is None or index.get_current_count() != len(values):
+            if keys is None or len(keys) != len(values):
+                raise ChunkwiseError("The kNN datastore's keys are missing; its graph cannot be built.")
             index = build_index(stats.transform(keys))                         # (n, d) unit rows
         index.set_ef(max(EF_SEARCH, self.settings.k))
         self.index = index
+        self.kind: str | None = None             # the model and whitening its keys are states of (datastore)
+        self.teacher: str | None = None          # whose probabilities topk_* are (ChunkStore.knn_data)
+        self.extent: tuple[int, int, str] | None = None   # what of the store it holds (ChunkStore.knn_extent)
+        self.kept: tuple[int, int, str] | None = None     # ... and what its graph kept on disk holds
+
+    def grow(self, keys: np.ndarray, values: np.ndarray, topk_ids: np.ndarray | None,
+             topk_probs: np.ndarray | None, teacher: str | None) -> None:
+        """Rows learning added after these, in the store's order (keys (m, d), values (m,), and the
+        teacher's top-k where every new row has them from *teacher*): the graph grows by them
+        (:func:`grow_index`).  Teacher probabilities stay only where every row has them from one
+        teacher, as :meth:`ChunkStore.knn_data` reads the whole datastore."""
+        if len(values) == 0:
+            return
+        grow_index(self.index, self.stats.transform(keys))
+        self.values = np.concatenate([self.values, np.asarray(values, dtype=np.int64)])
+        if self.has_teacher and topk_ids is not None and teacher == self.teacher:
+            self.topk_ids = np.concatenate([self.topk_ids, topk_ids])
+            self.topk_probs = np.concatenate([self.topk_probs, topk_probs])
+        else:
+            self.topk_ids = self.topk_probs = None
+            self.teacher = None
 
     def __len__(self) -> int:
         return len(self.values)

@@ -47,10 +47,15 @@ def load_teacher(path: str | os.PathLike, n_ctx: int = 1024, n_threads: int | No
 def corpus_knn_teacher(engine):
     """The kNN-LM of the other documents as mining teacher, with the paper's fixed lambda: the
     decode-time confidence gate (KnnSettings.gate) cut the chunks mined from the persona mail
-    by a fifth (bench/keystrokes.py, dev split)."""
+    by a fifth (bench/keystrokes.py, dev split).  The other documents are the batch's and what was
+    learned before (the engine's datastore, and the documents it holds): an email learned on its
+    own, as the editor learns each one sent, has only those (distill.corpus_teacher_confidence)."""
     from dataclasses import replace
 
-    return engine.matcher.stats, replace(engine.knn_settings, gate=None).check()
+    stats, settings = engine.matcher.stats, replace(engine.knn_settings, gate=None).check()
+    if not engine.has_knn:
+        return stats, settings
+    return stats, settings, engine.knn, engine.store.knn_documents(engine.model_id)
 
 
 def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher: LlamaRuntime | None = None,
@@ -69,12 +74,14 @@ def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher
     if report.documents == 0:
         raise ChunkwiseError("No document is long enough to mine (each needs a few sentences); nothing was stored.")
     label = teacher.name if (teacher is not None and report.teacher_probs) else None
-    new_chunks, new_contexts = engine.store.add_mined(engine.model_id, kind, report.chunks,
-                                                      MAX_CONTEXTS_PER_CHUNK, report.knn_rows, label)
-    engine.refresh()
-    engine.forget_knn()
+    added = engine.store.add_mined(engine.model_id, kind, report.chunks, MAX_CONTEXTS_PER_CHUNK,
+                                   report.knn_rows, label)
+    # Matching follows the chunks mined in place, and the kNN-LM's graph grows by the new rows: both
+    # were read or built whole before, holding the lane for seconds per learned email in a large
+    # library (bench/learn_latency.py).  Done here, in the learning job, not on a suggestion.
+    engine.refresh(chunk_ids=added.chunk_ids)
     if report.knn_rows:
-        _ = engine.knn              # its graph built and kept now, in the learning job, not on a suggestion
+        engine.catch_up_knn()
     # Where the user wrote one of their library values in this mail ("ring me on +44 20 7946 0321"),
     # the words before it are their own phrasing for it: a learned context, as when typed in the editor.
     # After the mined part is in and matching has it: a store that fails here loses only these phrases.
@@ -82,6 +89,6 @@ def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher
         learned = learn_from_mail(engine, [d.text for d in docs])
     except StoreError:           # only reading the library's values can raise here, before anything is stored
         learned = []
-    return MineResult(report, kind, new_chunks, new_contexts, len(report.knn_rows),
+    return MineResult(report, kind, added.chunks, added.contexts, len(report.knn_rows),
                       teacher.name if teacher is not None else ("corpus kNN-LM" if corpus_teacher else None),
                       len(learned))

@@ -37,7 +37,7 @@ from .store_encodings import StoreEncodings
 from .store_knn import StoreKnn
 from .store_records import (
     DISMISSED, KINDS, LEARNED, MAX_CHUNK_CHARS, MAX_CONTEXT_CHARS, PII_MASK, Chunk, Context, Encoding,
-    PendingEncoding, StoredEncoding, source_hash, validate_chunk,
+    Mined, PendingEncoding, StoredEncoding, source_hash, validate_chunk,
 )
 # _migrate reads SCHEMA_VERSION and MIGRATIONS through this module's names, so tests/test_kill.py can
 # pin an older schema by rebinding core.store's.
@@ -391,7 +391,7 @@ class ChunkStore(StoreCrypto, StoreEncodings, StoreModelStats, StoreKnn):
             return [self._insert(*c) for c in cleaned]
 
     def add_mined(self, model_id: int, kind: str, chunks: Sequence, max_contexts: int = 32,
-                  knn_rows: Sequence[tuple] = (), teacher: str | None = None) -> tuple[int, int]:
+                  knn_rows: Sequence[tuple] = (), teacher: str | None = None) -> "Mined":
         """Store mined chunks with their encodings, all in one transaction.
 
         *chunks*: objects with ``text``, ``tokens`` and ``contexts`` (each with
@@ -400,13 +400,15 @@ class ChunkStore(StoreCrypto, StoreEncodings, StoreModelStats, StoreKnn):
         same text and kind gains the new contexts (up to *max_contexts*), so
         mining the same corpus twice changes nothing.  *knn_rows* (see
         :meth:`add_knn`) go in the same transaction, skipping documents
-        already there.  Returns (new chunks, new contexts).
+        already there.  Returns (new chunks, new contexts) and the ids of the chunks that are new or
+        gained contexts (what matching must follow: Engine.refresh(chunk_ids=...)).
         """
         if kind == "pii":
             raise StoreError("Mined chunks are phrases, never personal information: store them as another kind.")
         for c in chunks:
             validate_chunk(c.text, kind, None, [x.text for x in c.contexts])
         new_chunks = new_contexts = 0
+        touched: set[int] = set()
         encoded: list[Encoding] = []
         with self._guard():
             conn = self.db.conn
@@ -431,9 +433,10 @@ class ChunkStore(StoreCrypto, StoreEncodings, StoreModelStats, StoreKnn):
                     encoded.append(Encoding(ctx_id, ctx.entry_token, c.tokens, ctx.vector, ctx.vector_local,
                                             self._hash(ctx.text, c.text, kind)))
                     new_contexts += 1
+                    touched.add(chunk_id)
             self._write_encodings(model_id, encoded)      # in context order: row ids as if written one by one
             if knn_rows:
                 seen = {r[0] for r in conn.execute(
                     "SELECT DISTINCT doc_hash FROM knn_entries WHERE model_id=?", (model_id,))}
                 self._insert_knn(model_id, [r for r in knn_rows if r[0] not in seen], teacher)
-        return new_chunks, new_contexts
+        return Mined(new_chunks, new_contexts, sorted(touched))

@@ -6,6 +6,7 @@ into :class:`chunkwise.core.store.ChunkStore`.
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Sequence
 
 import numpy as np
@@ -34,28 +35,43 @@ class StoreKnn:
                   None if probs is None else np.asarray(probs, dtype=np.float16).tobytes(), teacher)
                  for h, k, v, ids, probs in rows])
 
-    def knn_data(self, model_id: int):
-        """(keys (n, d) float32, values (n,), topk_ids (n, t) | None, topk_probs (n, t) | None, teacher)."""
+    def knn_data(self, model_id: int, after: int = 0, upto: int | None = None, keys: bool = True):
+        """(keys (n, d) float32, values (n,), topk_ids (n, t) | None, topk_probs (n, t) | None, teacher) of
+        this model's rows in id order.  *after* / *upto*: only the rows with a higher id / an id up to
+        that one (what learning added since a datastore was read; what a kept graph covers).  *keys*:
+        False where a graph already holds them (keys then (0, 0)): they are nine tenths of the bytes.
+        Teacher probabilities come only where every row has them, from one teacher."""
+        cap = upto if upto is not None else 2 ** 62
         rows = self.db.conn.execute(
-            "SELECT vector, next_token, topk_ids, topk_probs, teacher FROM knn_entries WHERE model_id=? ORDER BY id",
-            (model_id,)).fetchall()
+            f"SELECT {'vector' if keys else 'NULL'}, next_token, topk_ids, topk_probs, teacher FROM knn_entries "
+            "WHERE model_id=? AND id>? AND id<=? ORDER BY id", (model_id, after, cap)).fetchall()
         if not rows:
             return np.empty((0, 0), np.float32), np.empty(0, np.int64), None, None, None
-        keys = np.stack([np.frombuffer(r[0], dtype=np.float16) for r in rows]).astype(np.float32)
+        vectors = (np.stack([np.frombuffer(r[0], dtype=np.float16) for r in rows]).astype(np.float32) if keys
+                   else np.empty((0, 0), np.float32))
         values = np.asarray([r[1] for r in rows], dtype=np.int64)
         teachers = {r[4] for r in rows}
         if all(r[2] is not None for r in rows) and len(teachers) == 1:
             ids = np.stack([np.frombuffer(r[2], dtype=np.int32) for r in rows])
             probs = np.stack([np.frombuffer(r[3], dtype=np.float16) for r in rows]).astype(np.float32)
-            return keys, values, ids, probs, teachers.pop()
-        return keys, values, None, None, None
+            return vectors, values, ids, probs, teachers.pop()
+        return vectors, values, None, None, None
 
-    def knn_extent(self, model_id: int) -> tuple[int, int]:
-        """(rows, newest row id) of this model's datastore: rows are only ever added or all cleared,
-        so the pair names its content (a kept kNN index is for this datastore or not)."""
-        n, last = self.db.conn.execute("SELECT count(*), coalesce(max(id), 0) FROM knn_entries WHERE model_id=?",
-                                       (model_id,)).fetchone()
-        return int(n), int(last)
+    def knn_extent(self, model_id: int, upto: int | None = None) -> tuple[int, int, str]:
+        """(rows, newest row id, digest) of this model's datastore, which name its content: a kept
+        kNN graph is for it or not.  Rows are only ever added or all cleared, but cleared ids are
+        used again, so the digest names which documents' rows hold them (each document's hash and
+        row count, in order).  *upto*: of the rows with an id up to that one (what a datastore kept
+        before learning added more holds)."""
+        cap = upto if upto is not None else 2 ** 62
+        n, last = self.db.conn.execute(
+            "SELECT count(*), coalesce(max(id), 0) FROM knn_entries WHERE model_id=? AND id<=?",
+            (model_id, cap)).fetchone()
+        docs = self.db.conn.execute(
+            "SELECT doc_hash, count(*) FROM knn_entries WHERE model_id=? AND id<=? GROUP BY doc_hash "
+            "ORDER BY min(id)", (model_id, cap)).fetchall()
+        digest = hashlib.sha1("\n".join(f"{h}:{c}" for h, c in docs).encode("utf-8")).hexdigest()[:16]
+        return int(n), int(last), digest
 
     def knn_count(self, model_id: int) -> int:
         return self.db.conn.execute("SELECT count(*) FROM knn_entries WHERE model_id=?", (model_id,)).fetchone()[0]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -71,6 +71,15 @@ class Chunk:
             "label": self.label,
             "contexts": [c.text for c in self.contexts],
         }
+
+
+class Mined(NamedTuple):
+    """What ChunkStore.add_mined stored: new chunks, new contexts, and the chunks that are new or
+    gained contexts (matching follows those in place: Engine.refresh(chunk_ids=...))."""
+
+    chunks: int
+    contexts: int
+    chunk_ids: list[int]
 
 
 @dataclass(frozen=True)

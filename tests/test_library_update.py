@@ -320,3 +320,26 @@ def test_contexts_pasted_into_the_entry_dialog_are_read_at_once(qtbot):
     assert len(asked) == 1
     qtbot.waitUntil(lambda: len(asked) == 2, timeout=CONTEXT_PAUSE_MS * 10)
     assert asked[-1] == ["I work at", "My employer is", "I am with"]
+
+
+def test_learning_from_mail_reaches_matching_in_place_as_a_reload(library, monkeypatch):
+    """Tools → Learn and each sent email learned follow matching in place (core/learning.mine): read
+    whole, a large library held the lane for seconds per email.  What it proposes afterwards is what
+    a matcher loaded from scratch proposes, mined phrases included, and nothing was read whole."""
+    from chunkwise.core.corpus import Document
+    from chunkwise.core.learning import mine
+    from test_distill import EMAILS
+
+    engine = library
+    loads = []
+    monkeypatch.setattr(engine.matcher, "load", lambda *a, real=engine.matcher.load, **k: loads.append(1) or real(*a, **k))
+    result = mine(engine, [Document(f"e{i}", t) for i, t in enumerate(EMAILS)], gamma=0.5, knn=True)
+    mine(engine, [Document("later", EMAILS[0] + "\n\n" + EMAILS[1])], gamma=0.5, knn=True)   # more contexts
+    assert result.new_chunks > 0 and loads == []
+    assert engine.contexts == len(_fresh(engine))
+    # Where each mined phrase was written: the text before it, as the next suggestion would read it.
+    mined = [c.text for c in engine.store.list_chunks() if c.kind in ("self", "teacher")]
+    places = [e[: e.index(m)] for m in mined[:8] for e in EMAILS if m in e and e.index(m) > 0][:8]
+    assert places
+    assert _answers(engine, engine.matcher, places) == _answers(engine, _fresh(engine), places)
+    _same(engine)

@@ -246,8 +246,11 @@ def test_mined_chunks_are_stored_with_their_encodings(store):
     model = store.model_id("m:1:abc", "m", 4)
     ctx = SimpleNamespace(text="Warm regards", entry_token=7, vector=np.full(4, 0.5), vector_local=np.ones(4))
     mined = SimpleNamespace(text=",\nAna", tokens=(11, 12), contexts=[ctx])
-    assert store.add_mined(model, "self", [mined]) == (1, 1)
+    added = store.add_mined(model, "self", [mined])
     (row,) = store.valid_encodings(model)
+    assert added == (1, 1, [row.chunk_id])
+    # Mined again: nothing new, and no chunk for matching to follow.
+    assert store.add_mined(model, "self", [mined]) == (0, 0, [])
     assert (row.entry_token, row.chunk_tokens) == (7, (11, 12))
     assert row.source_hash == source_hash("Warm regards", ",\nAna")
     np.testing.assert_array_equal(store.encoding_vectors([row.label], "vector"), [np.full(4, 0.5)])
