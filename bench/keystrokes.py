@@ -28,6 +28,9 @@ Configurations:
                    (chunks and "Also predict from my writing", the kNN-LM, both on)
   learned, kNN off the same with "Also predict from my writing" switched off (the default before)
   learned, chunks off  the same with chunk insertion switched off (kNN-LM token by token only)
+  learned one by one   (only when named) each sent email learned on its own, oldest first, as the
+                   editor learns mail it sends; "..., as before": without the mail learned before as
+                   the mining teacher
 
     python bench/keystrokes.py                      # both splits
     python bench/keystrokes.py --split dev -v
