@@ -469,8 +469,14 @@ class ModelWorker(QObject):
             result = mine(self.engine, docs, options.get("gamma", 0.5), knn=options.get("knn", True),
                           corpus_teacher=options.get("corpus_teacher", True),
                           progress=self._step("Learning from your writing", suggestions=True),
-                          cancelled=self._stopped)
-            self._stale = False              # mine read the whole library again after the edits made meanwhile
+                          cancelled=self._stopped,
+                          index_progress=self._step("Indexing what was learned", suggestions=True))
+            if self._stale:
+                # A library edit came between two emails: mine followed only the chunks it mined, so
+                # read the whole library, as before, so that no suggestion answered before the edit's
+                # own refresh (queued behind this job) comes from the library as it was.
+                self.engine.refresh()
+            self._stale = False
             self.progress.emit("Learning from your writing", 1, 1)
             self.learned.emit({"documents": result.report.documents, "new_chunks": result.new_chunks,
                                "new_contexts": result.new_contexts, "knn_entries": result.knn_rows,

@@ -269,6 +269,7 @@ class Engine:
         self.index_status = ""
         self.knn_settings = KnnSettings()
         self._knn: KnnLM | None = None
+        self._catching_up = False           # catch_up_knn is adding learned rows (has_knn)
 
     @property
     def matcher(self) -> ChunkMatcher:
@@ -418,18 +419,27 @@ class Engine:
     def _knn_kind(self) -> str:
         return f"{self.runtime.identity}|{ModelStats.source_id()}"
 
-    def _datastore(self, held: KnnLM | None = None) -> KnnLM:
+    def _datastore(self, held: KnnLM | None = None, progress: Progress | None = None) -> KnnLM:
         from .knn import datastore
 
         return datastore(self.store, self.model_id, self._knn_kind(), self.matcher.stats, self.knn_settings,
-                         self.knn_index_path, self.store.key, held=held)
+                         self.knn_index_path, self.store.key, held=held, progress=progress)
 
-    def catch_up_knn(self) -> None:
+    def catch_up_knn(self, progress: Progress | None = None) -> None:
         """After learning added rows to the kNN datastore: the one in memory grown by them, or the graph
         kept before (core/knn.py datastore), and kept again; built whole only where neither is there.
-        Building it whole after every learned email held the lane 84 s at 100k rows
-        (bench/learn_latency.py)."""
-        self._knn = self._datastore(held=self._knn) if self.store.knn_count(self.model_id) else None
+        Building it whole after every learned email held the lane 93 s at 100k rows
+        (bench/learn_latency.py).  *progress* comes between slices of rows added, where the caller may
+        answer a suggestion: from the datastore in memory, whole at that point, or without the
+        kNN-LM while the first one is built (:attr:`has_knn`)."""
+        if not self.store.knn_count(self.model_id):
+            self._knn = None
+            return
+        self._catching_up = True
+        try:
+            self._knn = self._datastore(held=self._knn, progress=progress)
+        finally:
+            self._catching_up = False
 
     @property
     def model_name(self) -> str:
@@ -454,6 +464,8 @@ class Engine:
 
     @property
     def has_knn(self) -> bool:
+        if self._knn is None and self._catching_up:
+            return False                     # being built by catch_up_knn: not built again for a suggestion
         return self._knn is not None or self.store.knn_count(self.model_id) > 0
 
     def forget_knn(self, kept_too: bool = False) -> None:

@@ -36,6 +36,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import hnswlib
 import numpy as np
@@ -54,6 +55,9 @@ NEAR = 0.5
 # Rows learned since the graph was last kept before it is written again (Engine.close writes the rest): each
 # write is a second at 100k rows, and a start grows the kept graph by at most these (under 2 s here).
 KEEP_AFTER_ROWS = 2_000
+# Rows added to the graph at a time (KnnLM.grow): about 1.5 s here, after which a learning job may answer a
+# suggestion; one block of 60,000 rows (a first Learn of a few hundred emails) kept them waiting a minute.
+GROW_SLICE = 2_000
 
 
 @dataclass
@@ -156,12 +160,14 @@ def load_index(path: str | os.PathLike, signature: str, key=None) -> hnswlib.Ind
 
 
 def datastore(store, model_id: int, kind: str, stats: ModelStats, settings: KnnSettings, path: Path | None,
-              key=None, held: "KnnLM | None" = None) -> "KnnLM":
+              key=None, held: "KnnLM | None" = None,
+              progress: Callable[[int, int], None] | None = None) -> "KnnLM":
     """The kNN-LM over *store*'s rows for *model_id*, reading and building the least it can: *held*
     (the datastore in memory) grown by the rows learning added since; else the graph kept at *path*
     for all the rows, or for those up to an earlier row (it grows by the rest); else one built.  Kept
     at *path* again whenever its graph changed.  *kind* names the model and how states are whitened;
-    a graph kept for another is built anew.
+    a graph kept for another is built anew.  *progress* (rows done, rows) comes between slices of the
+    rows added to a graph (KnnLM.grow).
 
     Rows are only ever added or all cleared, so a graph kept for an earlier extent (rows, newest
     row id, digest: ChunkStore.knn_extent) that the store still holds up to that id covers its first
@@ -176,7 +182,7 @@ def datastore(store, model_id: int, kind: str, stats: ModelStats, settings: KnnS
 
     if held is not None and held.kind == kind and held.extent is not None and covers(held.extent):
         if held.extent != extent:
-            held.grow(*store.knn_data(model_id, after=held.extent[1]))
+            held.grow(*store.knn_data(model_id, after=held.extent[1]), progress=progress)
             held.extent = extent
             # Writing the graph again (a second at 100k rows) waits until enough rows are new; a start
             # in between grows the graph kept before by them, as learning did (Engine.close keeps it).
@@ -197,13 +203,21 @@ def datastore(store, model_id: int, kind: str, stats: ModelStats, settings: KnnS
             knn = KnnLM(stats, None, values, ids, probs, settings, index=kept[1])
             knn.kind, knn.teacher, knn.extent, knn.kept = kind, teacher, kept_extent, kept_extent
             if kept_extent != extent:
-                knn.grow(*store.knn_data(model_id, after=kept_extent[1]))
+                knn.grow(*store.knn_data(model_id, after=kept_extent[1]), progress=progress)
                 knn.extent = extent
                 keep_datastore(knn, path, key)
             return knn
     keys, values, ids, probs, teacher = store.knn_data(model_id)
-    knn = KnnLM(stats, keys, values, ids, probs, settings)
-    knn.kind, knn.teacher, knn.extent = kind, teacher, extent
+    # Built from its first slice, then grown: the same graph as one build (one thread, rows in order),
+    # in steps a caller can answer suggestions between.
+    first = slice(0, GROW_SLICE)
+    knn = KnnLM(stats, keys[first], values[first], None if ids is None else ids[first],
+                None if probs is None else probs[first], settings)
+    knn.kind, knn.teacher = kind, teacher
+    rest = slice(GROW_SLICE, None)
+    knn.grow(keys[rest], values[rest], None if ids is None else ids[rest], None if probs is None else probs[rest],
+             teacher, progress=progress)
+    knn.extent = extent
     keep_datastore(knn, path, key)
     return knn
 
@@ -282,21 +296,32 @@ class KnnLM:
         self.kept: tuple[int, int, str] | None = None     # ... and what its graph kept on disk holds
 
     def grow(self, keys: np.ndarray, values: np.ndarray, topk_ids: np.ndarray | None,
-             topk_probs: np.ndarray | None, teacher: str | None) -> None:
+             topk_probs: np.ndarray | None, teacher: str | None,
+             progress: Callable[[int, int], None] | None = None) -> None:
         """Rows learning added after these, in the store's order (keys (m, d), values (m,), and the
         teacher's top-k where every new row has them from *teacher*): the graph grows by them
-        (:func:`grow_index`).  Teacher probabilities stay only where every row has them from one
-        teacher, as :meth:`ChunkStore.knn_data` reads the whole datastore."""
-        if len(values) == 0:
+        (:func:`grow_index`), GROW_SLICE rows at a time, *progress* (rows done, rows) after each; between
+        two slices the datastore is whole, so the caller may answer a suggestion from it there.
+        Teacher probabilities stay only where every row has them from one teacher, as
+        :meth:`ChunkStore.knn_data` reads the whole datastore."""
+        m = len(values)
+        if m == 0:
             return
-        grow_index(self.index, self.stats.transform(keys))
-        self.values = np.concatenate([self.values, np.asarray(values, dtype=np.int64)])
-        if self.has_teacher and topk_ids is not None and teacher == self.teacher:
-            self.topk_ids = np.concatenate([self.topk_ids, topk_ids])
-            self.topk_probs = np.concatenate([self.topk_probs, topk_probs])
-        else:
-            self.topk_ids = self.topk_probs = None
-            self.teacher = None
+        same_teacher = self.has_teacher and topk_ids is not None and teacher == self.teacher
+        if not same_teacher:
+            self.topk_ids = self.topk_probs = self.teacher = None
+        unit = self.stats.transform(keys)                                      # (m, d)
+        if self.index.get_max_elements() < len(self.values) + m:
+            self.index.resize_index(len(self.values) + m)                      # once, not per slice
+        for start in range(0, m, GROW_SLICE):
+            end = min(m, start + GROW_SLICE)
+            grow_index(self.index, unit[start:end])
+            self.values = np.concatenate([self.values, np.asarray(values[start:end], dtype=np.int64)])
+            if same_teacher:
+                self.topk_ids = np.concatenate([self.topk_ids, topk_ids[start:end]])
+                self.topk_probs = np.concatenate([self.topk_probs, topk_probs[start:end]])
+            if progress:
+                progress(end, m)
 
     def __len__(self) -> int:
         return len(self.values)

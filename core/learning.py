@@ -60,13 +60,16 @@ def corpus_knn_teacher(engine):
 
 def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher: LlamaRuntime | None = None,
          kind: str | None = None, knn: bool = False, progress: Progress | None = None,
-         cancelled: Callable[[], bool] | None = None, corpus_teacher: bool = False) -> MineResult:
+         cancelled: Callable[[], bool] | None = None, corpus_teacher: bool = False,
+         index_progress: Progress | None = None) -> MineResult:
     """Mine *docs* into the engine's store: the chunks and kNN rows in one transaction, or nothing; then
     the words before each of the user's library values the mail contains, each stored on its own as a
     learned context of that value (core/feedback.py store_typed; listed in What Chunkwise learned…).
 
     *corpus_teacher*: the kNN-LM of the other documents is the teacher
-    (engine.knn_settings), so phrases the user repeats become chunks.
+    (engine.knn_settings), so phrases the user repeats become chunks.  *index_progress*: called
+    between slices of the kNN rows added to the graph (Engine.catch_up_knn), where a caller may
+    answer a suggestion, as *progress* between documents.
     """
     kind = kind or ("teacher" if (teacher is not None or corpus_teacher) else "self")
     ct = corpus_knn_teacher(engine) if corpus_teacher else None
@@ -81,7 +84,7 @@ def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher
     # library (bench/learn_latency.py).  Done here, in the learning job, not on a suggestion.
     engine.refresh(chunk_ids=added.chunk_ids)
     if report.knn_rows:
-        engine.catch_up_knn()
+        engine.catch_up_knn(progress=index_progress)
     # Where the user wrote one of their library values in this mail ("ring me on +44 20 7946 0321"),
     # the words before it are their own phrasing for it: a learned context, as when typed in the editor.
     # After the mined part is in and matching has it: a store that fails here loses only these phrases.

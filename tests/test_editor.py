@@ -1511,3 +1511,24 @@ def test_a_pause_inside_a_word_suggests_the_rest_of_it_and_a_space_after_it_does
     qtbot.keyClick(body, Qt.Key_Delete)
     body = type_and_wait(qtbot, w, "Hi Sam,\n\nCould you ")
     assert not w._last_request.finish_word and body.ghost_text[:1].isalpha(), body.ghost_text
+
+
+def test_a_library_edit_made_while_learning_is_in_matching_when_learning_ends(qtbot, make_window, tmp_path):
+    """Learning follows only the chunks it mined, in place.  A library edit that ran between two of its
+    emails sends its own refresh, queued behind the learning job; a suggestion answered before that
+    refresh must not come from the library as it was.  Catches dropping the whole-library read the
+    learning job did before, for the edits made meanwhile."""
+    w = make_window(with_pii=True)
+    jobs, seen = [], []
+    w.worker.job_done.connect(lambda job_id, result: jobs.append(job_id))
+    with ChunkStore(w.settings.db_path) as store:
+        phone = next(c for c in store.list_chunks(kind="pii") if c.label == "phone")
+    qtbot.waitUntil(lambda: w.worker.engine is not None and phone.text in w.worker.engine.matcher.detail_values,
+                    timeout=WAIT)
+    w.worker.submit(91, lambda store: store.remove_chunks([phone.id]), True)     # as if made during the job
+    qtbot.waitUntil(lambda: 91 in jobs, timeout=WAIT)
+    with qtbot.waitSignal(w.worker.learned, timeout=WAIT * 3):
+        w.learn_from_writing(sent_mails(tmp_path, 4))
+    w.worker.submit(92, lambda store: seen.append(phone.text in w.worker.engine.matcher.detail_values))
+    qtbot.waitUntil(lambda: 92 in jobs, timeout=WAIT)
+    assert seen == [False]

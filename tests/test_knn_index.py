@@ -186,3 +186,31 @@ def test_an_email_learned_again_does_not_teach_itself(make_engine):
     once = _one_by_one(make_engine(), EMAILS[:1])
     twice = _one_by_one(make_engine(), [EMAILS[0], EMAILS[0]])
     assert twice == once
+
+
+def test_the_graph_grows_in_slices_and_a_suggestion_between_two_reads_it_whole(make_engine, tmp_path, monkeypatch):
+    """A first Learn of a few hundred emails adds a minute of graph: the learning job adds it in slices
+    and may answer a suggestion between two (app/worker.py passes its step as index_progress).  There
+    the datastore in memory is whole (as many values as graph rows); while the first graph is built
+    the kNN-LM sits out rather than being built again inside the suggestion."""
+    monkeypatch.setattr(knn_module, "GROW_SLICE", 16)
+    engine = make_engine(store=ChunkStore(tmp_path / "chunks.db"))
+    hidden = _probe(engine)
+    p_lm = np.full(engine.runtime.n_vocab, 1.0 / engine.runtime.n_vocab)
+    seen = []
+
+    def between(done, total):
+        if not engine.has_knn:
+            seen.append((done, total, None))
+            return
+        knn = engine.knn
+        assert len(knn) == knn.index.get_current_count()
+        seen.append((done, total, float(knn.distribution(p_lm, hidden).sum())))
+
+    mine(engine, [Document(f"e{i}", t) for i, t in enumerate(EMAILS[:2])], gamma=0.5, knn=True, index_progress=between)
+    assert len(seen) > 1 and all(s[2] is None for s in seen)          # the first graph: built, not read
+    assert seen[-1][0] == seen[-1][1]
+    seen.clear()
+    mine(engine, [Document("e2", EMAILS[2])], gamma=0.5, knn=True, index_progress=between)
+    assert len(seen) > 1 and all(s[2] is not None and abs(s[2] - 1.0) < 1e-6 for s in seen)
+    assert len(engine.knn) == engine.store.knn_count(engine.model_id)
