@@ -15,7 +15,7 @@ own context, or gone after a delete).
 
 Also timed: the kNN-LM's graph over --knn rows (bench/store_load.py's synthetic rows), built (what
 the first suggestion after learning paid before, and every start) against read back from where the
-learning job keeps it (``Engine.knn``, core/knn.py ``load_index``).
+learning job keeps it (``Engine.knn``, core/knn.py ``datastore``).
 
 Each edit comes while the user is writing a draft: after it, the next suggestion's first pass over
 that draft is timed too (the edit's reading of contexts must not displace it from the model's cache).

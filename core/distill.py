@@ -167,9 +167,8 @@ class Miner:
             if progress:
                 progress(i + 1, len(docs))
         if self.corpus_teacher is not None:
-            stats, settings, *rest = self.corpus_teacher
-            earlier, held = (rest + [None, frozenset()])[:2] if rest else (None, frozenset())
-            skip = {i for i, p in enumerate(out) if document_hash(p[0]) in held}
+            stats, settings, earlier, learned_docs = (*self.corpus_teacher, None, frozenset())[:4]
+            skip = {i for i, p in enumerate(out) if document_hash(p[0]) in learned_docs}
             confidences = corpus_teacher_confidence([p[1] for p in out], stats, settings, earlier=earlier, skip=skip)
             out = [(d, sc, conf, None) for (d, sc, _c, _t), conf in zip(out, confidences)]
         return out
@@ -325,19 +324,5 @@ def corpus_teacher_confidence(passes: Sequence[Scored], stats, settings, spare: 
             if len(dst):
                 p_lm = math.exp(sc.logprob[pos])
                 out[d][pos] = math.log(max(mix_one(p_lm, sc.tokens[pos], dst, vals, settings), 1e-300))
-            row += 1
-    return out
-    vectors = stats.transform(np.vstack(keys))
-    values_all, owner_all = np.concatenate(values), np.concatenate(owner)
-    want = min(len(vectors), settings.k + spare)
-    index = build_index(vectors, ef=max(64, want))
-    labels, dist = index.knn_query(vectors, k=want, num_threads=1)          # (n, want)
-    row = 0
-    for d, sc in enumerate(passes):
-        for pos in where[d]:
-            keep = owner_all[labels[row]] != d
-            lab, dst = labels[row][keep][: settings.k], dist[row][keep][: settings.k]
-            p_lm = math.exp(sc.logprob[pos])
-            out[d][pos] = math.log(max(mix_one(p_lm, sc.tokens[pos], dst, values_all[lab], settings), 1e-300))
             row += 1
     return out

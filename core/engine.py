@@ -414,15 +414,17 @@ class Engine:
         return index.with_name(index.name[: -len(".hnsw")] + ".knn.hnsw") if index is not None else None
 
     def _knn_signature(self) -> str:
-        return "|".join(map(str, (self._knn_kind(), *self.store.knn_extent(self.model_id))))
+        from .knn import signature
 
-    def _knn_kind(self) -> str:
+        return signature(self._knn_source(), self.store.knn_extent(self.model_id))
+
+    def _knn_source(self) -> str:
         return f"{self.runtime.identity}|{ModelStats.source_id()}"
 
     def _datastore(self, held: KnnLM | None = None, progress: Progress | None = None) -> KnnLM:
         from .knn import datastore
 
-        return datastore(self.store, self.model_id, self._knn_kind(), self.matcher.stats, self.knn_settings,
+        return datastore(self.store, self.model_id, self._knn_source(), self.matcher.stats, self.knn_settings,
                          self.knn_index_path, self.store.key, held=held, progress=progress)
 
     def catch_up_knn(self, progress: Progress | None = None) -> None:
@@ -469,8 +471,8 @@ class Engine:
         return self._knn is not None or self.store.knn_count(self.model_id) > 0
 
     def forget_knn(self, kept_too: bool = False) -> None:
-        """Drop the in-memory datastore (after mining added to it); *kept_too*: its kept graph as
-        well (after forgetting what was learned: the graph holds states of the user's writing)."""
+        """Drop the in-memory datastore; *kept_too*: its kept graph as well (after forgetting what was
+        learned: the graph holds states of the user's writing)."""
         self._knn = None
         path = self.knn_index_path
         if kept_too and path is not None:
@@ -545,7 +547,8 @@ class Engine:
         knn = None
         if request.knn and self.has_knn:
             knn = self.knn
-        elif request.knn:          # the one place this is decided: the editor, the CLI and the benches ask alike
+        elif request.knn and not self._catching_up:   # (while the first graph is built, it sits out silently)
+            # the one place this is decided: the editor, the CLI and the benches ask alike
             notices.append("Nothing has been learned from your writing yet (Tools → Learn from my writing, or "
                            "'chunkwise mine --knn --corpus ...'): suggestions come from the model alone.")
         decoder = Decoder(self.runtime, matcher, settings, cancelled, drafter, knn=knn)

@@ -52,11 +52,13 @@ EF_SEARCH = 64
 # often than the model's (bench/keystrokes.py --knn-distance).  There the user's own writing speaks for what
 # comes next (Decoder.writing_backs).
 NEAR = 0.5
-# Rows learned since the graph was last kept before it is written again (Engine.close writes the rest): each
-# write is a second at 100k rows, and a start grows the kept graph by at most these (under 2 s here).
+# Rows learned since the graph was last kept before it is written again (Engine.close writes the rest): at 100k
+# rows the graph's part of learning one email took 1.28 s with a write each time (bench/out/learn_latency-keep-
+# every-email.txt), 0.26 s without (bench/learn_latency.py); a start grows the kept graph by at most one slice.
 KEEP_AFTER_ROWS = 2_000
-# Rows added to the graph at a time (KnnLM.grow): about 1.5 s here, after which a learning job may answer a
-# suggestion; one block of 60,000 rows (a first Learn of a few hundred emails) kept them waiting a minute.
+# Rows added to the graph at a time (KnnLM.grow), after which a learning job may answer a suggestion: adding
+# 20,000 rows at 100k took 25.14 s, which one block held suggestions for; in slices, 2.68 s at most between two
+# chances to answer (bench/learn_latency.py).
 GROW_SLICE = 2_000
 
 
@@ -95,8 +97,9 @@ def build_index(vectors: np.ndarray, ef: int = EF_SEARCH) -> hnswlib.Index:
     """An HNSW index (squared L2) over unit rows (n, d), labelled 0..n-1.
 
     One thread: hnswlib's graph then depends on the rows alone, so the same datastore gives the
-    same neighbours (and suggestions) wherever it is built.  It is built once, in the learning job,
-    and kept (:func:`save_index`), so the cost is not paid on a suggestion."""
+    same neighbours (and suggestions) wherever it is built the same way.  Learning builds it and
+    grows it (:func:`datastore`) and keeps it (:func:`save_index`), so the cost is not paid on a
+    suggestion."""
     index = hnswlib.Index(space="l2", dim=vectors.shape[1])
     index.init_index(max_elements=len(vectors), ef_construction=100, M=16, random_seed=0)
     index.add_items(vectors, np.arange(len(vectors)), num_threads=1)
@@ -108,10 +111,11 @@ def grow_index(index: hnswlib.Index, vectors: np.ndarray) -> None:
     """Unit rows (m, d) added to a built graph after its rows, labelled on from its count: what
     learning added since the graph was built.  hnswlib inserts them into the graph as it inserted
     the first ones, one thread, so growing costs what those rows cost in a build, not a build:
-    84 s at 100k rows here (bench/library_update.py), against seconds to grow it by one
-    email's rows (bench/learn_latency.py).  The graph then differs from one built over all the rows
-    at once (each row's level is drawn afresh), as two builds in different orders do: the
-    neighbours it finds are as near."""
+    84 s at 100k rows here (bench/library_update.py), 0.26 s to grow it by one email's rows
+    (bench/learn_latency.py).  Grown in memory, the graph is the one a build over all the rows
+    gives (the same level draws, rows in order); a graph read back from disk draws its levels
+    afresh, so grown from there it differs as two builds in different orders do, with neighbours
+    as near (tests/test_knn_index.py)."""
     start, m = index.get_current_count(), len(vectors)
     if m == 0:
         return
@@ -159,15 +163,15 @@ def load_index(path: str | os.PathLike, signature: str, key=None) -> hnswlib.Ind
     return kept[1] if kept is not None and kept[0] == signature else None
 
 
-def datastore(store, model_id: int, kind: str, stats: ModelStats, settings: KnnSettings, path: Path | None,
+def datastore(store, model_id: int, source: str, stats: ModelStats, settings: KnnSettings, path: Path | None,
               key=None, held: "KnnLM | None" = None,
               progress: Callable[[int, int], None] | None = None) -> "KnnLM":
     """The kNN-LM over *store*'s rows for *model_id*, reading and building the least it can: *held*
     (the datastore in memory) grown by the rows learning added since; else the graph kept at *path*
     for all the rows, or for those up to an earlier row (it grows by the rest); else one built.  Kept
-    at *path* again whenever its graph changed.  *kind* names the model and how states are whitened;
-    a graph kept for another is built anew.  *progress* (rows done, rows) comes between slices of the
-    rows added to a graph (KnnLM.grow).
+    at *path* again whenever its graph changed (held: every KEEP_AFTER_ROWS rows).  *source* names
+    the model and how its states are whitened; a graph kept for another is built anew.  *progress*
+    (rows done, rows) comes between slices of the rows added to a graph (KnnLM.grow).
 
     Rows are only ever added or all cleared, so a graph kept for an earlier extent (rows, newest
     row id, digest: ChunkStore.knn_extent) that the store still holds up to that id covers its first
@@ -180,10 +184,9 @@ def datastore(store, model_id: int, kind: str, stats: ModelStats, settings: KnnS
     def covers(earlier) -> bool:          # the store's rows up to that id are still the ones it holds
         return store.knn_extent(model_id, upto=earlier[1]) == tuple(earlier)
 
-    if held is not None and held.kind == kind and held.extent is not None and covers(held.extent):
+    if held is not None and held.source == source and held.extent is not None and covers(held.extent):
         if held.extent != extent:
-            held.grow(*store.knn_data(model_id, after=held.extent[1]), progress=progress)
-            held.extent = extent
+            _grow(held, store.knn_data(model_id, after=held.extent[1]), extent, progress)
             # Writing the graph again (a second at 100k rows) waits until enough rows are new; a start
             # in between grows the graph kept before by them, as learning did (Engine.close keeps it).
             if extent[0] - (held.kept[0] if held.kept else 0) >= KEEP_AFTER_ROWS:
@@ -191,44 +194,68 @@ def datastore(store, model_id: int, kind: str, stats: ModelStats, settings: KnnS
         return held
     kept = read_kept(path, key) if path is not None else None
     if kept is not None:
-        kept_kind, *named = kept[0].rsplit("|", 3)
-        try:
-            kept_extent = (int(named[0]), int(named[1]), named[2])
-        except (IndexError, ValueError):
-            kept_extent = None
-        if (kept_kind == kind and kept_extent is not None and covers(kept_extent)
+        kept_source, kept_extent = parse_signature(kept[0])
+        if (kept_source == source and kept_extent is not None and covers(kept_extent)
                 and kept[1].get_current_count() == kept_extent[0]):
             # The graph holds its rows' keys: read the rest of those rows without them, then grow.
             _none, values, ids, probs, teacher = store.knn_data(model_id, upto=kept_extent[1], keys=False)
             knn = KnnLM(stats, None, values, ids, probs, settings, index=kept[1])
-            knn.kind, knn.teacher, knn.extent, knn.kept = kind, teacher, kept_extent, kept_extent
+            knn.source, knn.teacher, knn.extent, knn.kept = source, teacher, kept_extent, kept_extent
             if kept_extent != extent:
-                knn.grow(*store.knn_data(model_id, after=kept_extent[1]), progress=progress)
-                knn.extent = extent
+                _grow(knn, store.knn_data(model_id, after=kept_extent[1]), extent, progress)
                 keep_datastore(knn, path, key)
             return knn
     keys, values, ids, probs, teacher = store.knn_data(model_id)
-    # Built from its first slice, then grown: the same graph as one build (one thread, rows in order),
+    # Built from its first slice, then grown: the graph one build gives (one thread, rows in order),
     # in steps a caller can answer suggestions between.
-    first = slice(0, GROW_SLICE)
-    knn = KnnLM(stats, keys[first], values[first], None if ids is None else ids[first],
-                None if probs is None else probs[first], settings)
-    knn.kind, knn.teacher = kind, teacher
-    rest = slice(GROW_SLICE, None)
-    knn.grow(keys[rest], values[rest], None if ids is None else ids[rest], None if probs is None else probs[rest],
-             teacher, progress=progress)
-    knn.extent = extent
+    part = lambda a, where: None if a is None else a[where]
+    first, rest = slice(0, GROW_SLICE), slice(GROW_SLICE, None)
+    knn = KnnLM(stats, keys[first], values[first], part(ids, first), part(probs, first), settings)
+    knn.source, knn.teacher = source, teacher
+    _grow(knn, (keys[rest], values[rest], part(ids, rest), part(probs, rest), teacher), extent, progress)
     keep_datastore(knn, path, key)
     return knn
 
 
+def _grow(knn: "KnnLM", rows: tuple, extent: tuple, progress) -> None:
+    """*knn* grown by *rows* (ChunkStore.knn_data's tuple), then holding *extent*.  Stopped part-way (the
+    window closing stops the learning job at a progress call), it holds neither extent: None, so it is
+    read afresh the next time, and not kept."""
+    try:
+        knn.grow(*rows, progress=progress)
+    except BaseException:
+        knn.extent = None
+        raise
+    knn.extent = extent
+
+
+def signature(source: str, extent: tuple) -> str:
+    """What names a kept graph: the model and whitening its keys come from, and the rows it holds."""
+    return "|".join(map(str, (source, *extent)))
+
+
+def parse_signature(text: str) -> tuple[str, tuple[int, int, str] | None]:
+    """(source, extent) of :func:`signature`'s text; extent None where it is not one.
+
+    >>> parse_signature(signature("m:1|stats:2", (10, 12, "ab")))
+    ('m:1|stats:2', (10, 12, 'ab'))
+    """
+    source, *named = text.rsplit("|", 3)
+    try:
+        return source, (int(named[0]), int(named[1]), named[2])
+    except (IndexError, ValueError):
+        return source, None
+
+
 def keep_datastore(knn: "KnnLM", path: Path | None, key=None) -> None:
-    """Keep *knn*'s graph at *path*, named by its kind and extent, unless it is kept already; a full or
-    read-only disk keeps nothing (the next start builds or grows it again), and loses nothing."""
-    if path is None or knn.kept == knn.extent:
+    """Keep *knn*'s graph at *path*, named by its source and extent, unless it is kept already or holds
+    no extent whole; a full or read-only disk keeps nothing (the next start builds or grows it
+    again), and loses nothing."""
+    if (path is None or knn.extent is None or knn.kept == knn.extent
+            or knn.index.get_current_count() != knn.extent[0]):
         return
     try:
-        save_index(knn.index, path, "|".join(map(str, (knn.kind, *knn.extent))), key)
+        save_index(knn.index, path, signature(knn.source, knn.extent), key)
         knn.kept = knn.extent
     except OSError:
         pass
@@ -290,7 +317,7 @@ class KnnLM:
             index = build_index(stats.transform(keys))                         # (n, d) unit rows
         index.set_ef(max(EF_SEARCH, self.settings.k))
         self.index = index
-        self.kind: str | None = None             # the model and whitening its keys are states of (datastore)
+        self.source: str | None = None           # the model and whitening its keys are states of (datastore)
         self.teacher: str | None = None          # whose probabilities topk_* are (ChunkStore.knn_data)
         self.extent: tuple[int, int, str] | None = None   # what of the store it holds (ChunkStore.knn_extent)
         self.kept: tuple[int, int, str] | None = None     # ... and what its graph kept on disk holds

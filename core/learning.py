@@ -72,6 +72,10 @@ def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher
     answer a suggestion, as *progress* between documents.
     """
     kind = kind or ("teacher" if (teacher is not None or corpus_teacher) else "self")
+    if corpus_teacher and engine.has_knn:
+        # The datastore of earlier mail teaches this mail: read back, or built or grown where its kept
+        # graph is missing, stale or of an older format, in slices a suggestion may come between.
+        engine.catch_up_knn(progress=index_progress)
     ct = corpus_knn_teacher(engine) if corpus_teacher else None
     report = Miner(engine.runtime, gamma, teacher, ct).mine(docs, progress, cancelled, knn=knn)
     if report.documents == 0:

@@ -1,8 +1,8 @@
 """The kNN-LM datastore: one row per mined token position of the user's writing, per model.
 
 Written by mining (core/distill.py, in the same transaction as the mined chunks through
-``ChunkStore.add_mined``), read whole by the kNN-LM (core/knn.py).  :class:`StoreKnn` is mixed
-into :class:`chunkwise.core.store.ChunkStore`.
+``ChunkStore.add_mined``), read by the kNN-LM (core/knn.py ``datastore``): whole, or the rows its
+graph lacks.  :class:`StoreKnn` is mixed into :class:`chunkwise.core.store.ChunkStore`.
 """
 from __future__ import annotations
 
