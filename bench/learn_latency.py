@@ -40,9 +40,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import OUT, machine, table  # noqa: E402
-from bench.library_update import fill_learned  # noqa: E402
+from bench.library_update import large_library  # noqa: E402
 from bench.store_load import fill_knn  # noqa: E402
-from chunkwise.core import ChunkStore, Engine  # noqa: E402
+from chunkwise.core import Engine  # noqa: E402
 from chunkwise.core import learning  # noqa: E402
 from chunkwise.core.corpus import Document, own_words  # noqa: E402
 from chunkwise.core.distill import Miner  # noqa: E402
@@ -87,20 +87,12 @@ def main() -> None:
     ap.add_argument("--batch-rows", type=int, default=20_000, help="kNN rows a larger Learn adds at once")
     args = ap.parse_args()
     os.environ.setdefault("CHUNKWISE_PASSPHRASE", "bench passphrase")
-    import json
-
-    profile = {k: v for k, v in json.loads((ROOT / "tests/data/pii_profile_paper.json").read_text()).items()
-               if not k.startswith("_")}
     now: dict[str, list[float]] = {p: [] for p in (*PHASES, "total")}
     before: dict[str, list[float]] = {"matching": [], "kNN graph": []}
     emails = sent_emails()
     with tempfile.TemporaryDirectory() as tmp:
-        store = ChunkStore(Path(tmp) / "chunks.db")
-        engine = Engine(store=store, n_threads=2)
-        for field, entry in profile.items():
-            store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
         t = time.perf_counter()
-        fill_learned(store, engine.model_id, engine.matcher.stats, args.contexts)
+        store, engine = large_library(Path(tmp) / "chunks.db", args.contexts)
         fill_knn(store, engine.model_id, engine.matcher.stats, args.knn)
         engine.refresh()
         rows = len(engine.knn)                                  # built once and kept, as learning left it

@@ -74,6 +74,25 @@ def fill_learned(store: ChunkStore, model_id: int, stats, n_contexts: int, seed:
         store.add_mined(model_id, "self", chunks)
 
 
+def paper_profile() -> dict:
+    """The CD-LM paper's kind of PII profile the library benches store (tests/data/pii_profile_paper.json)."""
+    import json
+
+    return {k: v for k, v in json.loads((ROOT / "tests/data/pii_profile_paper.json").read_text()).items()
+            if not k.startswith("_")}
+
+
+def large_library(path: Path, contexts: int) -> tuple[ChunkStore, Engine]:
+    """A user's library after months of learning, not yet loaded: the paper's PII profile (four contexts
+    a field) and *contexts* learned contexts (:func:`fill_learned`), in the store at *path*."""
+    store = ChunkStore(path)
+    engine = Engine(store=store, n_threads=2)
+    for field, entry in paper_profile().items():
+        store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
+    fill_learned(store, engine.model_id, engine.matcher.stats, contexts)
+    return store, engine
+
+
 def propose_after(engine: Engine, text: str):
     """The chunk matching offers after *text* (the next suggestion's first step)."""
     rt = engine.runtime
@@ -97,19 +116,11 @@ def main() -> None:
 
         LlamaRuntime.aside = lambda self: self
     os.environ.setdefault("CHUNKWISE_PASSPHRASE", "bench passphrase")
-    import json
-
-    profile = {k: v for k, v in json.loads((ROOT / "tests/data/pii_profile_paper.json").read_text()).items()
-               if not k.startswith("_")}
     times: dict[str, dict[str, list[float]]] = {}
     seen: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        store = ChunkStore(Path(tmp) / "chunks.db")
-        engine = Engine(store=store, n_threads=2)
-        for field, entry in profile.items():
-            store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
         t = time.perf_counter()
-        fill_learned(store, engine.model_id, engine.matcher.stats, args.contexts)
+        store, engine = large_library(Path(tmp) / "chunks.db", args.contexts)
         engine.refresh()                                             # encode the profile, build and save the index
         print(f"store filled and loaded in {time.perf_counter() - t:.0f} s: {engine.contexts:,} contexts",
               flush=True)
