@@ -112,10 +112,10 @@ def grow_index(index: hnswlib.Index, vectors: np.ndarray) -> None:
     learning added since the graph was built.  hnswlib inserts them into the graph as it inserted
     the first ones, one thread, so growing costs what those rows cost in a build, not a build:
     84 s at 100k rows here (bench/library_update.py), 0.26 s to grow it by one email's rows
-    (bench/learn_latency.py).  Grown in memory, the graph is the one a build over all the rows
-    gives (the same level draws, rows in order); a graph read back from disk draws its levels
-    afresh, so grown from there it differs as two builds in different orders do, with neighbours
-    as near (tests/test_knn_index.py)."""
+    (bench/learn_latency.py).  Grown in memory, rows in order, it should be the graph one build
+    gives (hnswlib draws the levels in the same sequence); a graph read back from disk draws them
+    afresh, so grown from there it may differ as two builds in different orders do, with
+    neighbours as near (tests/test_knn_index.py)."""
     start, m = index.get_current_count(), len(vectors)
     if m == 0:
         return
@@ -206,8 +206,8 @@ def datastore(store, model_id: int, source: str, stats: ModelStats, settings: Kn
                 keep_datastore(knn, path, key)
             return knn
     keys, values, ids, probs, teacher = store.knn_data(model_id)
-    # Built from its first slice, then grown: the graph one build gives (one thread, rows in order),
-    # in steps a caller can answer suggestions between.
+    # Built from its first slice, then grown (one thread, rows in order: as one build), in steps a
+    # caller can answer suggestions between.
     part = lambda a, where: None if a is None else a[where]
     first, rest = slice(0, GROW_SLICE), slice(GROW_SLICE, None)
     knn = KnnLM(stats, keys[first], values[first], part(ids, first), part(probs, first), settings)
