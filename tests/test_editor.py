@@ -1532,3 +1532,23 @@ def test_a_library_edit_made_while_learning_is_in_matching_when_learning_ends(qt
     w.worker.submit(92, lambda store: seen.append(phone.text in w.worker.engine.matcher.detail_values))
     qtbot.waitUntil(lambda: 92 in jobs, timeout=WAIT)
     assert seen == [False]
+
+
+def test_emails_opened_in_the_mail_client_are_learned_and_taught_by_the_mail_before(qtbot, make_window, monkeypatch):
+    """Settings' *Learn from emails I open in my mail client* on, three emails handed on with File → Open in
+    mail client: each is learned alone, and a phrase they share (the sign-off with the name) becomes a
+    chunk, as when they are learned at once.  Catches a lone email mined without the mail before it as
+    teacher: it was cut where the model hesitated, and no chunk held the name."""
+    from PySide6.QtGui import QDesktopServices
+    from test_distill import EMAILS
+
+    monkeypatch.setattr(QDesktopServices, "openUrl", staticmethod(lambda url: True))    # a mail client took it
+    w = make_window(learn_from_sent=True)
+    action = next(a for a in w.menuBar().actions()[0].menu().actions() if "mail client" in a.text())
+    for text in EMAILS:
+        w.body_edit.setPlainText(text)
+        with qtbot.waitSignal(w.worker.learned, timeout=WAIT * 2):
+            action.trigger()
+    with ChunkStore(w.settings.db_path) as store:
+        mined = [c.text for c in store.list_chunks() if c.kind == "teacher"]
+    assert any("Dana" in c for c in mined), mined
