@@ -430,7 +430,7 @@ class Engine:
     def catch_up_knn(self, progress: Progress | None = None) -> None:
         """After learning added rows to the kNN datastore: the one in memory grown by them, or the graph
         kept before (core/knn.py datastore), and kept again; built whole only where neither is there.
-        Building it whole after every learned email held the lane 93 s at 100k rows
+        Building it whole after every learned email held the lane 92 s at 100k rows
         (bench/learn_latency.py).  *progress* comes between slices of rows added, where the caller may
         answer a suggestion: from the datastore in memory, whole at that point, or without the
         kNN-LM while the first one is built (:attr:`has_knn`)."""
