@@ -37,6 +37,9 @@ from .store import ChunkStore
 
 MODES = ("complete", "chat")
 ENCODE_BATCH = 64
+# An edit of more chunks than this is read whole (Engine.refresh): one sent email touches a handful, a
+# Learn of many emails thousands (a whole read at 100k contexts: 8.61 s, bench/learn_latency.py).
+IN_PLACE_MAX = 200
 _stats_cache: dict[str, tuple[ModelStats, bool]] = {}   # key -> (statistics, shipped with Chunkwise)
 _slots_cache: dict[str, SlotClassifier] = {}
 _stats_lock = threading.Lock()
@@ -341,12 +344,16 @@ class Engine:
         one transaction, so an interrupted refresh keeps what it finished and
         resumes from there.  Returns the number of contexts encoded.
 
+        An edit of more than IN_PLACE_MAX chunks (a Learn of many emails) is read whole, as learning
+        did before it followed its chunks in place: at that size in place saves nothing, and with
+        thousands of mined rows the background level is then the one a load computes.
+
         Incremental edits do not rewrite the persisted index (seconds at 100k):
         the next load brings it up to date from the store's hashes.  Deleted
         chunks' n-grams stay in the drafter until then: drafts are verified,
         so they cost at most a rejected guess, never a wrong word.
         """
-        incremental = chunk_ids is not None and self._refreshed
+        incremental = chunk_ids is not None and self._refreshed and len(set(chunk_ids)) <= IN_PLACE_MAX
         pending = self.store.pending_encodings(self.model_id, chunk_ids if incremental else None)
         encoder = Encoder(self.runtime, self._read_ahead, remember=incremental)
         done = 0

@@ -343,3 +343,21 @@ def test_learning_from_mail_reaches_matching_in_place_as_a_reload(library, monke
     assert places
     assert _answers(engine, engine.matcher, places) == _answers(engine, _fresh(engine), places)
     _same(engine)
+
+
+def test_many_mined_rows_reach_matching_in_place_without_a_huge_array(library):
+    """Matching's in-place update compared every new row with every background query in one (queries,
+    rows, d) array: 43 GB for the 20,000 contexts a Learn of a few hundred emails adds, a MemoryError
+    after the store write.  (Engine.refresh reads an edit of more than IN_PLACE_MAX chunks whole, as
+    learning did before; the update itself must still hold them.)"""
+    from chunkwise.core.distill import MinedChunk, MinedContext
+
+    engine, store = library, library.store
+    rng = np.random.default_rng(1)
+    d, mean = engine.runtime.n_embd, engine.matcher.stats.mean
+    chunks = [MinedChunk(f"phrase {i}", (900 + i % 50, 901), [
+        MinedContext(f"before phrase {i}.{j}", 100 + i % 300, mean + rng.standard_normal(d).astype(np.float32),
+                     mean + rng.standard_normal(d).astype(np.float32)) for j in range(4)]) for i in range(5_000)]
+    added = store.add_mined(engine.model_id, "self", chunks)
+    engine.matcher.update(store, engine.model_id, added.chunk_ids)          # in place, whatever the size
+    assert len(engine.matcher) == len(_fresh(engine)) > 20_000
