@@ -289,11 +289,17 @@ class MatchingState:
         self.calibration = self._background_level()
 
     def _scores(self, which: np.ndarray, rows: np.ndarray, sims: np.ndarray) -> np.ndarray:
-        """Match scores (n, j) of background queries *which* (n,) against matcher rows (n, j)."""
+        """Match scores (n, j) of background queries *which* (n,) against matcher rows (n, j): -inf
+        for mined rows, which are not scored at all.  (Scoring every pair first, an (n, j, d) array,
+        took 43 GB when a Learn's 20,000 mined rows met the 1,000 queries in _recalibrate.)"""
         m = _matching()
-        bg_local = self.stats.background[which, self.dim:]                     # (n, d)
-        local = np.einsum("njd,nd->nj", self._local[rows].astype(np.float32), bg_local)
-        return np.where(self._mined[rows], -np.inf, m.match_score(sims, local, 0.0)).astype(np.float32)
+        out = np.full(rows.shape, -np.inf, np.float32)
+        q, c = np.nonzero(~self._mined[rows])                                  # the user's own rows
+        if q.size:
+            bg_local = self.stats.background[which[q], self.dim:]              # (p, d)
+            local = np.einsum("pd,pd->p", self._local[rows[q, c]].astype(np.float32), bg_local)
+            out[q, c] = m.match_score(sims[q, c], local, 0.0)
+        return out
 
     def _requery(self, which: np.ndarray) -> None:
         bg = self.stats.background
@@ -313,14 +319,8 @@ class MatchingState:
         if len(added_rows):
             unit = keys / np.maximum(np.linalg.norm(keys, axis=1, keepdims=True), 1e-12)
             sims = (self._bg_unit @ unit.T.astype(np.float32)).astype(np.float32)        # (B, m)
-            # Match scores of the added rows the user entered (mined ones score -inf: _scores), as one
-            # product; every query against every row at once, (B, m, d), took 43 GB for a Learn's 20k rows.
-            scores = np.full(sims.shape, -np.inf, np.float32)                          # (B, m)
-            own = np.flatnonzero(~self._mined[added_rows])
-            if own.size:
-                bg_local = self.stats.background[: len(sims), self.dim:]               # (B, d)
-                local = bg_local @ self._local[added_rows[own]].astype(np.float32).T   # (B, k)
-                scores[:, own] = _matching().match_score(sims[:, own], local, 0.0)
+            every = np.arange(len(sims))
+            scores = self._scores(every, np.broadcast_to(added_rows, sims.shape), sims)  # (B, m)
             labels = np.broadcast_to(self._label_at[added_rows], sims.shape)
             sims = np.concatenate([self._bg_sims, sims], axis=1)
             best = np.argsort(-sims, axis=1, kind="stable")[:, :CALIBRATION_K]
