@@ -184,13 +184,14 @@ def datastore(store, model_id: int, source: str, stats: ModelStats, settings: Kn
     def covers(earlier) -> bool:          # the store's rows up to that id are still the ones it holds
         return store.knn_extent(model_id, upto=earlier[1]) == tuple(earlier)
 
+    if held is not None and held.source == source and held.extent == extent:
+        return held                       # nothing learned since (the extent names the rows it holds)
     if held is not None and held.source == source and held.extent is not None and covers(held.extent):
-        if held.extent != extent:
-            _grow(held, store.knn_data(model_id, after=held.extent[1]), extent, progress)
-            # Writing the graph again (a second at 100k rows) waits until enough rows are new; a start
-            # in between grows the graph kept before by them, as learning did (Engine.close keeps it).
-            if extent[0] - (held.kept[0] if held.kept else 0) >= KEEP_AFTER_ROWS:
-                keep_datastore(held, path, key)
+        _grow(held, store.knn_data(model_id, after=held.extent[1]), extent, progress)
+        # Writing the graph again (a second at 100k rows) waits until enough rows are new; a start
+        # in between grows the graph kept before by them, as learning did (Engine.close keeps it).
+        if extent[0] - (held.kept[0] if held.kept else 0) >= KEEP_AFTER_ROWS:
+            keep_datastore(held, path, key)
         return held
     kept = read_kept(path, key) if path is not None else None
     if kept is not None:
