@@ -285,7 +285,7 @@ def learn_one_by_one(engine: Engine, persona: str, earlier: bool = True) -> None
 
     real = learning.corpus_knn_teacher
     if not earlier:
-        learning.corpus_knn_teacher = lambda e: real(e)[:2]
+        learning.corpus_knn_teacher = lambda e: real(e)._replace(earlier=None)
     try:
         for i, path in enumerate(sorted((PERSONAS / persona).glob("sent-*.txt"))):
             doc = Document(f"sent email {i + 1}", own_words(path.read_text(encoding="utf-8")))

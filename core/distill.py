@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import AbstractSet, Callable, Sequence
+from typing import AbstractSet, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -100,6 +100,17 @@ def confident_spans(logprob: np.ndarray, gamma: float, start: int,
 # ---------------------------------------------------------------- mining
 
 
+class CorpusTeacher(NamedTuple):
+    """The corpus as mining teacher (:func:`corpus_teacher_confidence`): the working model's whitening
+    and the kNN-LM settings; and the datastore of what was learned before with the hashes of the
+    documents it holds (:func:`document_hash`), where there is one."""
+
+    stats: "ModelStats"
+    settings: "KnnSettings"
+    earlier: "KnnLM | None" = None
+    learned: AbstractSet[str] = frozenset()
+
+
 class Miner:
     """Finds chunks in documents with the working model (and optionally a teacher).
 
@@ -109,10 +120,9 @@ class Miner:
 
     def __init__(self, rt: LlamaRuntime, gamma: float = DEFAULT_GAMMA, teacher: LlamaRuntime | None = None,
                  corpus_teacher=None):
-        """*corpus_teacher*: ``(ModelStats, KnnSettings)`` -- the kNN-LM of the corpus itself
-        decides the chunks (see :func:`corpus_teacher_confidence`); or ``(ModelStats, KnnSettings,
-        KnnLM, document hashes)``: with the datastore of what was learned before as well, and the
-        documents it already holds (each of those is not its own teacher)."""
+        """*corpus_teacher*: a :class:`CorpusTeacher` (or its first fields as a tuple) -- the kNN-LM of
+        the corpus itself, and of what was learned before, decides the chunks (see
+        :func:`corpus_teacher_confidence`)."""
         if not 0.0 < gamma < 1.0:
             raise ChunkwiseError(f"gamma must be between 0 and 1 (exclusive), not {gamma}.")
         if teacher is not None and corpus_teacher is not None:
@@ -167,9 +177,10 @@ class Miner:
             if progress:
                 progress(i + 1, len(docs))
         if self.corpus_teacher is not None:
-            stats, settings, earlier, learned_docs = (*self.corpus_teacher, None, frozenset())[:4]
-            skip = {i for i, p in enumerate(out) if document_hash(p[0]) in learned_docs}
-            confidences = corpus_teacher_confidence([p[1] for p in out], stats, settings, earlier=earlier, skip=skip)
+            ct = CorpusTeacher(*self.corpus_teacher)
+            skip = {i for i, p in enumerate(out) if document_hash(p[0]) in ct.learned}
+            confidences = corpus_teacher_confidence([p[1] for p in out], ct.stats, ct.settings,
+                                                    earlier=ct.earlier, skip=skip)
             out = [(d, sc, conf, None) for (d, sc, _c, _t), conf in zip(out, confidences)]
         return out
 

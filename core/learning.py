@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .corpus import Document
-from .distill import DEFAULT_GAMMA, MAX_CONTEXTS_PER_CHUNK, Miner, MiningReport
+from .distill import DEFAULT_GAMMA, MAX_CONTEXTS_PER_CHUNK, CorpusTeacher, Miner, MiningReport
 from .errors import ChunkwiseError, StoreError
 from .feedback import learn_from_mail
 from .llama_runtime import LlamaRuntime
@@ -52,10 +52,10 @@ def corpus_knn_teacher(engine):
     own, as the editor learns each one sent, has only those (distill.corpus_teacher_confidence)."""
     from dataclasses import replace
 
-    stats, settings = engine.matcher.stats, replace(engine.knn_settings, gate=None).check()
+    teacher = CorpusTeacher(engine.matcher.stats, replace(engine.knn_settings, gate=None).check())
     if not engine.has_knn:
-        return stats, settings
-    return stats, settings, engine.knn, engine.store.knn_documents(engine.model_id)
+        return teacher
+    return teacher._replace(earlier=engine.knn, learned=engine.store.knn_documents(engine.model_id))
 
 
 def mine(engine, docs: Sequence[Document], gamma: float = DEFAULT_GAMMA, teacher: LlamaRuntime | None = None,

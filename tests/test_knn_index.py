@@ -161,7 +161,7 @@ def _one_by_one(engine, texts, monkeypatch=None) -> set[str]:
 
     if monkeypatch is not None:
         real = learning.corpus_knn_teacher
-        monkeypatch.setattr(learning, "corpus_knn_teacher", lambda e: real(e)[:2])
+        monkeypatch.setattr(learning, "corpus_knn_teacher", lambda e: real(e)._replace(earlier=None))
     for i, text in enumerate(texts):
         mine(engine, [Document(f"sent email {i + 1}", own_words(text))], gamma=0.5, knn=True, corpus_teacher=True)
     return {c.text for c in engine.store.list_chunks() if c.kind in ("self", "teacher")}
