@@ -345,8 +345,7 @@ class Engine:
         resumes from there.  Returns the number of contexts encoded.
 
         An edit of more than IN_PLACE_MAX chunks (a Learn of many emails) is read whole, as learning
-        did before it followed its chunks in place: at that size in place saves nothing, and with
-        thousands of mined rows the background level is then the one a load computes.
+        did before it followed its chunks in place: at that size in place saves nothing.
 
         Incremental edits do not rewrite the persisted index (seconds at 100k):
         the next load brings it up to date from the store's hashes.  Deleted
