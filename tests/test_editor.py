@@ -11,6 +11,7 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QTextCursor  # noqa: E402
 
+from chunkwise.app.autosave import AutosaveFile  # noqa: E402
 from chunkwise.app.settings import Settings, load_settings, save_settings  # noqa: E402
 from chunkwise.app.window import ComposeWindow, body_prompt  # noqa: E402
 from chunkwise.core import ChunkStore, Piece  # noqa: E402
@@ -31,7 +32,10 @@ def make_window(qtbot, tmp_path):
                 for field, entry in paper_profile().items():
                     store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
         s = Settings(db_path=str(db), debounce_ms=50, **settings)
-        w = ComposeWindow(s, tmp_path / "settings.json")
+        # Emails in progress of their own too: a second window in one test restored the first's
+        # autosave (the product's crash recovery) and typed after it, once a suggestion took over 1 s.
+        autosave = AutosaveFile(tmp_path / f"drafts{len(windows)}" / "draft-test.json")
+        w = ComposeWindow(s, tmp_path / "settings.json", autosave_file=autosave)
         w.confirm_close = False
         qtbot.addWidget(w)
         w.show()

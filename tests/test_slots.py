@@ -677,10 +677,22 @@ def test_a_first_start_with_the_bundled_model_measures_nothing(tmp_path, runtime
     shipped = ModelStats.shipped(runtime.identity)
     assert shipped is not None, "run tools/train_slots.py --only stats"
     fresh = ModelStats.compute(runtime)
-    np.testing.assert_allclose(shipped.mean, fresh.mean, rtol=1e-3, atol=1e-3)
-    np.testing.assert_allclose(shipped.whitener, fresh.whitener, rtol=1e-2, atol=1e-3)
+    # Bounds between what another CPU gives and what a stale file gives.  The same build on a CPU
+    # without AVX-512 read the states differently in the last digits: the mean 0.14% off (by norm),
+    # the whitener 1.8%, whitened vectors at cosine 0.9997, background rows at 0.994 or more (half
+    # precision too).  Statistics from another sample of the same text (every paragraph, or every
+    # third, instead of every second) were 4.4-8.1% off in the mean, 18-28% in the whitener, and
+    # whitened vectors at cosine 0.97-0.90 (measured in this session's scratch run).
+    off = lambda a, b: np.linalg.norm(a - b) / np.linalg.norm(b)
+    assert off(shipped.mean, fresh.mean) < 0.01 and off(shipped.whitener, fresh.whitener) < 0.06
+    runtime.reset()
+    hidden = runtime.eval(runtime.tokenize("Thanks for the call, I will send the contract to"), outputs="all").hidden
+    runtime.reset()
+    assert np.einsum("ij,ij->i", shipped.transform(hidden), fresh.transform(hidden)).min() > 0.995
     assert shipped.background.shape == fresh.background.shape
-    assert np.abs(shipped.background - fresh.background).max() < 1e-2      # half precision, as the store keeps it
+    d = fresh.background.shape[1] // 2                                     # context half, local half
+    for half in (slice(0, d), slice(d, None)):
+        assert np.einsum("ij,ij->i", shipped.background[:, half], fresh.background[:, half]).min() > 0.98
 
     monkeypatch.setattr(engine_module, "_stats_cache", {})
     monkeypatch.setattr(ModelStats, "compute", classmethod(lambda cls, *a, **k: pytest.fail("measured")))
