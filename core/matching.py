@@ -75,7 +75,7 @@ TYPE_POWER = 1.064       # (1 - TYPE_FLOOR) * 0.3 ** TYPE_POWER = 0.25
 # 16 -> 9 of 100, own 47 of 60 kept); bench/personal.py dev unchanged.  Lowered from 2.5 to 2.0 with
 # the writer probe " — that's" (core/whose.py): on the dev sets the paper profile gained 96 -> 99 right
 # values ("Please make the invoice out to" read name 0.45, someone else's 0.23), nothing else moved
-# (bench/probes.py; docs/benchmarks.md "A better writer probe").
+# (bench/out/probe-dev-*.txt; docs/benchmarks.md "A better writer probe").
 OWN_OVER_OTHERS = 2.0
 # Where the classifier reads two of the user's own fields nearly alike ("Our office line, in case email
 # is slow, is" -> email 0.53, phone 0.29), it cannot tell which goes here, and a phone number where the

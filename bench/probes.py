@@ -1,0 +1,84 @@
+"""Which what-if probe tells the writer's own detail from someone else's (core/whose.py OWNER_PROBE).
+
+For every positive and third-party case of the dev sets (bench/data/personal dev split, the paper
+profile's dev cases, bench/data/entities/cases.json), the text is run through the default model and
+each candidate probe is asked: log P(" my") - log sum P(" his" | " her" | " their" | " your") after
+"<text><probe>".  Printed: the AUC of that log-odds, positives against third-party cases, per set and
+over all, and for the shipped probe how many of each class pass each bar.  No generation and no gate:
+this ranks the evidence; the bench/personal.py, bench/cli_profile.py and bench/entities.py runs decide.
+
+    python bench/probes.py            # dev sets only (about 3 minutes here)
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from bench.common import OUT, machine, table  # noqa: E402
+from bench.personal import load_cases  # noqa: E402
+from chunkwise.core import whose  # noqa: E402
+from chunkwise.core.llama_runtime import LlamaRuntime  # noqa: E402
+from chunkwise.core.paths import bundled_model_path  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data"
+PROBES = (" (that is", " — that is", " (i.e.", ", which is", " (that's", ", that's", " - that's", " – that's",
+          " — that's", " — it's", " — this is")
+OTHERS = (" his", " her", " their", " your")
+BARS = (-2.5, -2.0, -1.5, -1.0, -0.5, 0.0)
+
+
+def dev_cases() -> list[dict]:
+    keep = ("positive", "third_party")
+    cases = [dict(c, set="personal") for c in load_cases("dev") if c["kind"] in keep]
+    cases += [dict(c, set="paper") for c in json.loads((DATA / "paper" / "dev_cases.json").read_text())["cases"]
+              if c["kind"] in keep]
+    cases += [dict(c, set="entities") for c in json.loads((DATA / "entities" / "cases.json").read_text())["cases"]
+              if c["kind"] in keep]
+    return cases
+
+
+def auc(pos, neg) -> float:
+    """P(a positive reads higher than a third-party case), ties counted half."""
+    p, n = np.asarray(pos)[:, None], np.asarray(neg)[None]
+    return float((p > n).mean() + 0.5 * (p == n).mean())
+
+
+def main() -> None:
+    rt = LlamaRuntime(bundled_model_path(), n_threads=2)
+    first = lambda s: rt.tokenize(s, add_special=False)[0]
+    cases = dev_cases()
+    readings = np.zeros((len(cases), len(PROBES)))
+    for i, c in enumerate(cases):
+        rt.reset()
+        rt.sync(rt.tokenize(c["text"].rstrip(" "), add_special=True), hidden=False)
+        for j, probe in enumerate(PROBES):
+            lp = rt.peek(rt.tokenize(probe, add_special=False))
+            readings[i, j] = lp[first(" my")] - np.logaddexp.reduce([lp[first(o)] for o in OTHERS])
+    rt.close()
+    sets = ("personal", "paper", "entities")
+    pos = np.array([c["kind"] == "positive" for c in cases])
+    of = {s: np.array([c["set"] == s for c in cases]) for s in sets}
+    rows = [[repr(p) + (" (shipped)" if p == whose.OWNER_PROBE else "")]
+            + [f"{auc(readings[pos & of[s], j], readings[~pos & of[s], j]):.3f}" for s in sets]
+            + [f"{auc(readings[pos, j], readings[~pos, j]):.3f}"] for j, p in enumerate(PROBES)]
+    n = f"{pos.sum()} positives, {(~pos).sum()} third-party cases"
+    out = [f"# python bench/probes.py  (dev sets: {n})", machine(), "",
+           table(["probe", "AUC personal", "AUC paper", "AUC entities", "AUC all"], rows), ""]
+    bars = []
+    for p in (" (that is", whose.OWNER_PROBE):
+        j = PROBES.index(p)
+        for bar in BARS:
+            bars.append([repr(p), bar, f"{(readings[pos, j] > bar).mean():.0%}", f"{(readings[~pos, j] > bar).mean():.0%}"])
+    out.append(table(["probe", "bar", "positives passing", "third-party passing"], bars))
+    text = "\n".join(out)
+    print(text)
+    (OUT / "probes.txt").write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
