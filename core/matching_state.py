@@ -296,10 +296,22 @@ class MatchingState:
         out = np.full(rows.shape, -np.inf, np.float32)
         q, c = np.nonzero(~self._mined[rows])                                  # the user's own rows
         if q.size:
-            bg_local = self.stats.background[which[q], self.dim:]              # (p, d)
-            local = np.einsum("pd,pd->p", self._local[rows[q, c]].astype(np.float32), bg_local)
-            out[q, c] = m.match_score(sims[q, c], local, 0.0)
+            out[q, c] = m.match_score(sims[q, c], self._local_cosines(which[q], rows[q, c]), 0.0)
         return out
+
+    def _local_cosines(self, queries: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Local-vector cosine of background query ``queries[i]`` with matcher row ``rows[i]``, (p,).
+
+        Where the pairs fill the grid of their distinct queries and rows (an edit's added rows meet
+        every query in _recalibrate), one product (Q, d) @ (d, U) and a pick: gathered pair by pair,
+        800 own contexts added in place made two (800,000, d) arrays, 1.8 GB each.  Otherwise (a
+        requery: at most CALIBRATION_QUERIES x CALIBRATION_K pairs) the pairs are gathered."""
+        qs, qi = np.unique(queries, return_inverse=True)
+        rs, ri = np.unique(rows, return_inverse=True)
+        if qs.size * rs.size <= 4 * queries.size:
+            grid = self.stats.background[qs, self.dim:] @ self._local[rs].astype(np.float32).T   # (Q, U)
+            return grid[qi, ri]
+        return np.einsum("pd,pd->p", self._local[rows].astype(np.float32), self.stats.background[queries, self.dim:])
 
     def _requery(self, which: np.ndarray) -> None:
         bg = self.stats.background

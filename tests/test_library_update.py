@@ -361,3 +361,32 @@ def test_many_mined_rows_reach_matching_in_place_without_a_huge_array(library):
     added = store.add_mined(engine.model_id, "self", chunks)
     engine.matcher.update(store, engine.model_id, added.chunk_ids)          # in place, whatever the size
     assert len(engine.matcher) == len(_fresh(engine)) > 20_000
+
+
+def test_many_own_contexts_reach_matching_in_place_without_a_huge_array(library):
+    """An edit of the user's own entries (an import of snippets, up to IN_PLACE_MAX chunks) is scored
+    against every background query in _recalibrate.  Bug caught: the scores gathered each (query, row)
+    pair's vectors, two (1,000 x rows, d) arrays: 1.8 GB each for 800 contexts, where one product of
+    the distinct queries and rows needs 3 MB.  The background level must still be a reload's."""
+    import tracemalloc
+
+    from chunkwise.core.store_records import Encoding
+
+    engine, store = library, library.store
+    rng = np.random.default_rng(2)
+    d, mean = engine.runtime.n_embd, engine.matcher.stats.mean
+    ids = [store.add_chunk(f"Snippet number {i}, as imported.", "snippet", [f"Before snippet {i}.{j}" for j in range(4)])
+           for i in range(200)]
+    vector = lambda: (mean + rng.standard_normal(d)).astype(np.float32)
+    store.save_encodings(engine.model_id, [Encoding(p.context_id, 500 + p.chunk_id % 100, (900, 901), vector(), vector(),
+                                                    p.source_hash) for p in store.pending_encodings(engine.model_id, ids)])
+    tracemalloc.start()
+    try:
+        engine.matcher.update(store, engine.model_id, ids)                  # in place: 800 own rows added
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 300 * 2**20, f"{peak / 2**20:.0f} MiB"
+    fresh = _fresh(engine)
+    assert len(engine.matcher) == len(fresh) and engine.matcher.calibration.background == pytest.approx(
+        fresh.calibration.background, abs=1e-5)
