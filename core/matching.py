@@ -75,7 +75,7 @@ TYPE_POWER = 1.064       # (1 - TYPE_FLOOR) * 0.3 ** TYPE_POWER = 0.25
 # 16 -> 9 of 100, own 47 of 60 kept); bench/personal.py dev unchanged.  With the writer probe
 # " — that's" (core/whose.py) 2.0 gained three right values on the paper dev set, but let the user's
 # address in after "The garage is located at" (tests/test_slots.py), so it stays at 2.5
-# (bench/out/probe-dev-*.txt; docs/benchmarks.md "A better writer probe").
+# (bench/out/*-dev-probe-*.txt; docs/benchmarks.md "A better writer probe").
 OWN_OVER_OTHERS = 2.5
 # Where the classifier reads two of the user's own fields nearly alike ("Our office line, in case email
 # is slow, is" -> email 0.53, phone 0.29), it cannot tell which goes here, and a phone number where the

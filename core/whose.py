@@ -35,7 +35,7 @@ WRITER, OTHERS = "writer", "others"
 # The model's own continuation of "<text> — that's my|his|her|their|your".  Chosen over " (that is" on
 # the dev sets by how well it tells the writer's own places from someone else's (AUC over 267 positives
 # and 183 third-party cases of the personal, paper and entities dev sets: 0.885 against 0.808; every
-# "that's" form tried read 0.85-0.89, every "that is" form 0.81-0.84: bench/out/probes.txt).  Not " our": counted as the
+# "that's" form tried read 0.85-0.89, every "that is" form 0.81-0.84: python bench/probes.py).  Not " our": counted as the
 # writer's it gained two right values on the paper dev set ("our on-call number is" read -2.2 with " my"
 # alone), but on the frozen sets it put the user's phone, IBAN and email where an organisation's go
 # (an organisation's "our" is mostly not the writer's own detail; docs/benchmarks.md, "Whose words").
@@ -237,10 +237,11 @@ def form_label(text: str) -> bool:
     ("Emergency contact", "Meeting point:") -- and has no line above it filled in already
     ("Account name: Greenway Lettings" above "IBAN:").
 
-    The writer probe is no witness there: after "Billing address: (that is" the model expects
-    " your", as in a form, though in the user's own email the label is theirs (bench/personal.py dev:
-    "Billing address:" read address 0.93, probe -2.18).  Whose it is then rests on the words and
-    the slot classifier's someone-else's reading (:func:`writer_owns`).
+    The writer probe is no witness there: after "Billing address: (that is" (the probe before
+    " — that's") the model expected " your", as in a form, though in the user's own email the label is
+    theirs (bench/personal.py dev: "Billing address:" read address 0.93, probe -2.18).  The probe now
+    reads the bare label -1.05, near its bar, so whose it is still rests on the words and the slot
+    classifier's someone-else's reading (:func:`writer_owns`).
 
     >>> form_label("Hi,\\n\\nBilling address:"), form_label("Links\\nWebsite: ")
     (True, True)
