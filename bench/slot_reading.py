@@ -159,11 +159,11 @@ def main() -> None:
         n = {k: sum(r["kind"] == k for r in rows) for k in ("positive", "third_party", "neutral")}
         out = []
         for times in (0.0, 1.25, 1.5, 2.0, 2.5, 3.0):
-            c = replay(rows, cut, -2.0, True, rival_times=times)
+            c = replay(rows, cut, whose.OWNER_MIN, True, rival_times=times)
             out.append([f"{times:g}", f"{c['right']}/{n['positive']}", c["wrong"], f"{c['third_party']}/{n['third_party']}",
                         f"{c['neutral']}/{n['neutral']}"])
         print(f"### {args.split}: the best reading against another field's, replayed at the cursor "
-              f"(type cut {cut:.2f}, probe bar -2.0)\n")
+              f"(type cut {cut:.2f}, probe bar {whose.OWNER_MIN})\n")
         print(table(["times the rival", "right", "wrong field", "third party", "neutral"], out))
         for r in rows:
             if r["kind"] == "positive" and r["agreement"] >= cut and r["agreement"] < 3 * r["rival"]:
@@ -174,10 +174,10 @@ def main() -> None:
         n = sum(r["kind"] == "positive" for r in rows)
         out = []
         for lead in (None, (0.71, 1.0), (0.57, 1.0), (0.57, 2.0), (0.57, 3.0), (0.57, 4.0)):
-            c = replay(rows, cut, -2.0, True, lead)
+            c = replay(rows, cut, whose.OWNER_MIN, True, lead)
             out.append(["off" if lead is None else f"{lead[0]} / {lead[1]:g}", f"{c['right']}/{n}", c["wrong"],
                         c["third_party"], c["neutral"]])
-        print(f"### {args.split}: the clear lead replayed at the cursor (type cut {cut:.2f}, probe bar -2.0)\n")
+        print(f"### {args.split}: the clear lead replayed at the cursor (type cut {cut:.2f}, probe bar {whose.OWNER_MIN})\n")
         print(table(["share of the cut / times the rival", "right", "wrong field", "third party", "neutral"], out))
         for r in rows:          # the positives whose best reading is the wrong chunk or under the cut
             if r["kind"] == "positive" and (r["best"] != r["field"] or r["agreement"] < cut):

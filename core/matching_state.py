@@ -300,12 +300,14 @@ class MatchingState:
         return out
 
     def _local_cosines(self, queries: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Local-vector cosine of background query ``queries[i]`` with matcher row ``rows[i]``, (p,).
+        """Local-vector cosine of background query ``queries[i]`` with matcher row ``rows[i]``: both
+        (p,), the result (p,).
 
         Where the pairs fill the grid of their distinct queries and rows (an edit's added rows meet
         every query in _recalibrate), one product (Q, d) @ (d, U) and a pick: gathered pair by pair,
-        800 own contexts added in place made two (800,000, d) arrays, 1.8 GB each.  Otherwise (a
-        requery: at most CALIBRATION_QUERIES x CALIBRATION_K pairs) the pairs are gathered."""
+        800 own contexts added in place made two (800,000, d) arrays, 1.8 GB each.  Where they are
+        sparse (a requery of many queries over their own neighbours: at most CALIBRATION_QUERIES x
+        CALIBRATION_K pairs, 18 MB gathered) the pairs are gathered."""
         qs, qi = np.unique(queries, return_inverse=True)
         rs, ri = np.unique(rows, return_inverse=True)
         if qs.size * rs.size <= 4 * queries.size:

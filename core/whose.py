@@ -240,8 +240,8 @@ def form_label(text: str) -> bool:
     The writer probe is no witness there: after "Billing address: (that is" (the probe before
     " — that's") the model expected " your", as in a form, though in the user's own email the label is
     theirs (bench/personal.py dev: "Billing address:" read address 0.93, probe -2.18).  The probe now
-    reads the bare label -1.05, near its bar, so whose it is still rests on the words and the slot
-    classifier's someone-else's reading (:func:`writer_owns`).
+    reads the bare label alone -1.05, near its bar (bench/out/probes-quoted.txt), so whose it is still
+    rests on the words and the slot classifier's someone-else's reading (:func:`writer_owns`).
 
     >>> form_label("Hi,\\n\\nBilling address:"), form_label("Links\\nWebsite: ")
     (True, True)

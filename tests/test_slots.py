@@ -85,8 +85,8 @@ def test_someone_elses_detail_is_not_the_users(profile_engine, prompt):
 @pytest.mark.parametrize("place", ["The museum is located at", "The garage is located at",
                                    "The town hall is located at"])
 def test_a_place_that_reads_as_much_someone_elses_gets_no_user_value(profile_engine, monkeypatch, place):
-    """Where no person is named the words say nothing and the writer probe lets these through (about
-    -0.5); the classifier reads the address at 0.53-0.62 but someone else's at 0.36-0.45, and the user's
+    """Where no person is named the words say nothing and the writer probe lets these through (-0.24
+    to -0.44 with " — that's", about -0.5 with the probe before it); the classifier reads the address at 0.53-0.62 but someone else's at 0.36-0.45, and the user's
     address went in.  With the gate (OWN_OVER_OTHERS) it stays out; the control switches the gate off
     and the address comes, so only the gate keeps it out.  (None of these sentences is in the training
     corpus or a bench set.)  The garage also needs the place to stay someone else's after the space the
@@ -795,21 +795,43 @@ def test_the_closing_line_still_comes_where_an_email_is_done(snippet_engine):
 
 
 def test_the_writer_probe_tells_terse_own_labels_from_an_organisations_detail(runtime, monkeypatch):
-    """The probe "(that is my|his|her|their|your" read bare labels of the writer's own ("Return address:"
-    -1.54) below an organisation's detail ("The club's membership form can be downloaded at" -0.23), so
-    no bar could keep the one and drop the other; " — that's" separates them (bench/probes.py: AUC
-    0.885 against 0.808 on the dev sets).  Phrasings written for this test, in none of the bench sets."""
-    own = ["Hi Lena,\n\nPost the parcel to:", "Send the keys to:", "Return address:", "Name for the booking:"]
+    """The probe "(that is my|his|her|their|your" read terse labels of the writer's own ("Bill to:"
+    -1.62) below an organisation's detail ("The club's membership form can be downloaded at" -0.23), so
+    no bar could keep the one and drop the other; " — that's" separates them, and the own labels pass
+    its bar (they read 0.05 or more, the organisations' -0.86 or less; bench/probes.py: AUC
+    0.885 against 0.808 on the dev sets).  Phrasings written for this test, in no bench set, and none
+    a form label the product would take without asking the probe (whose.form_label)."""
+    own = ["Hi Lena,\n\nPost the parcel to:", "Send the keys to:", "Bill to:", "Name for the booking:"]
     others = ["The club's membership form can be downloaded at", "The dentist's surgery can be reached on",
               "Ring the council's housing office on", "The airline's baggage desk is at"]
+    assert not any(map(whose.form_label, own))
 
     def evidence(text):
         runtime.reset()
         runtime.sync(runtime.tokenize(text), last=1, hidden=False)
         return whose.writer_evidence(runtime)
 
-    separated = lambda: min(map(evidence, own)) > max(map(evidence, others))
-    assert separated()
+    mine = min(map(evidence, own))
+    assert mine > max(map(evidence, others)) and mine > whose.OWNER_MIN
     monkeypatch.setattr(whose, "OWNER_PROBE", " (that is")      # the control: the old probe cannot
-    assert not separated()
+    assert min(map(evidence, own)) < max(map(evidence, others))
     runtime.reset()
+
+
+def test_a_terse_label_under_a_greeting_gets_the_users_address(make_engine, monkeypatch):
+    """The editor's path for a library with a home address and an email (tools/xvfb_writer_probe.sh):
+    after "Hi,\n\nShip to:" the probe before " — that's" read -2.25, under its bar, and the model
+    wrote " 1000 feet"; the address comes now (-0.66, bench/out/probes-quoted.txt).  Catches the old
+    probe or a bar above the reading; the control puts the old probe back (under either bar: -1.5
+    now, -2.0 with it before)."""
+    engine = make_engine()
+    home = engine.store.add_chunk("12 Rue des Lilas, 69003 Lyon, France", "pii",
+                                  ["My home address is", "Please send it to my flat at", "I live at"], label="home address")
+    engine.store.add_chunk("claire.dubois@posteo.fr", "pii", ["My email is", "You can email me at", "Write to me at"],
+                           label="email")
+    engine.refresh()
+    values = lambda: [s.chunk_id for s in engine.generate(
+        GenerationRequest("Hi,\n\nShip to:", max_tokens=16, stop=["\n\n"]), record_use=False).spans]
+    assert values() == [home]
+    monkeypatch.setattr(whose, "OWNER_PROBE", " (that is")
+    assert values() == []

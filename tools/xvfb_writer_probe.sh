@@ -2,7 +2,7 @@
 # The editor under Xvfb with a library holding the user's home address: a terse label of the writer's
 # own ("Hi,\n\nShip to:") gets it.  The probe before " — that's" read that label -2.25, under its bar
 # of -2.0, so nothing came (docs/img/writer-probe-before-xvfb.png, taken with core/whose.py of
-# 83bd097); the new probe reads it -0.66.
+# 83bd097); the new probe reads it -0.66 (python bench/probes.py --quoted).
 #   bash tools/xvfb_writer_probe.sh [NAME]     # the screenshot's name, writer-probe by default
 source "$(dirname "$0")/xvfb_common.sh"
 xvfb_start 96
