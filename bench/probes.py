@@ -34,7 +34,6 @@ from chunkwise.core.paths import bundled_model_path  # noqa: E402
 DATA = Path(__file__).resolve().parent / "data"
 PROBES = (" (that is", " — that is", " (i.e.", ", which is", " (that's", ", that's", " - that's", " – that's",
           " — that's", " — it's", " — this is")
-OTHERS = (" his", " her", " their", " your")
 BARS = (-2.5, -2.0, -1.5, -1.0, -0.5, 0.0)
 
 
@@ -59,13 +58,6 @@ QUOTED = ("Ship to:", "Hi,\n\nShip to:", "Name for the reservation:", "The gym's
           "Billing address:", "Hi,\n\nBilling address:")
 
 
-def writer_log_odds(rt: LlamaRuntime, probe: str) -> float:
-    """log P(" my") - log sum P(" his" | " her" | " their" | " your") after what *rt* has read + *probe*."""
-    first = lambda s: rt.tokenize(s, add_special=False)[0]
-    lp = rt.peek(rt.tokenize(probe, add_special=False))
-    return float(lp[first(" my")] - np.logaddexp.reduce([lp[first(o)] for o in OTHERS]))
-
-
 def quoted() -> None:
     rt = LlamaRuntime(bundled_model_path(), n_threads=2)
     rows = []
@@ -74,7 +66,7 @@ def quoted() -> None:
         for probe in (" (that is", whose.OWNER_PROBE):
             rt.reset()
             rt.sync(rt.tokenize(text.rstrip(" "), add_special=True), hidden=False)
-            readings.append(f"{writer_log_odds(rt, probe):.2f}")
+            readings.append(f"{whose.writer_evidence(rt, probe=probe):.2f}")
         rows.append([repr(text), *readings])
     rt.close()
     text = "\n".join(["# python bench/probes.py --quoted", machine(), "",
@@ -93,7 +85,7 @@ def main() -> None:
         rt.reset()
         rt.sync(rt.tokenize(c["text"].rstrip(" "), add_special=True), hidden=False)
         for j, probe in enumerate(PROBES):
-            readings[i, j] = writer_log_odds(rt, probe)
+            readings[i, j] = whose.writer_evidence(rt, probe=probe)
     rt.close()
     sets = ("personal", "paper", "entities")
     pos = np.array([c["kind"] == "positive" for c in cases])

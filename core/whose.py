@@ -308,14 +308,15 @@ def writer_owns(cue: str | None, evidence: Callable[[], float], bar: float = OWN
     return cue != OTHERS and (label or evidence() > bar)
 
 
-def writer_evidence(rt: LlamaRuntime, group: bool = False) -> float:
+def writer_evidence(rt: LlamaRuntime, group: bool = False, probe: str | None = None) -> float:
     """Log-odds that the detail after the cached text is the writer's own rather than someone else's;
     with *group*, "our" counts as the writer's as "my" does (a value the user speaks of as their
-    group's, :func:`speaks_as_we`).
+    group's, :func:`speaks_as_we`).  *probe*: another what-if than OWNER_PROBE (bench/probes.py
+    compares them).
 
-    One peek of three tokens; the cache is left as it was.
+    One peek of the probe's few tokens; the cache is left as it was.
     """
-    lp = rt.peek(rt.tokenize(OWNER_PROBE, add_special=False))
+    lp = rt.peek(rt.tokenize(OWNER_PROBE if probe is None else probe, add_special=False))
     mine = lp[rt.tokenize(PROBE_WRITER, add_special=False)[0]]
     if group:
         mine = np.logaddexp(mine, lp[rt.tokenize(PROBE_GROUP, add_special=False)[0]])
