@@ -131,6 +131,7 @@ class ModelWorker(QObject):
             self.progress.emit("Loading model", 1, 1)
             self.loaded.emit({"model": engine.model_name, "seconds": round(time.perf_counter() - start, 2),
                               **library_size(engine)})
+            engine.warm()                    # here, while the user has typed nothing yet (Engine.warm)
             if self.locked:
                 self.store_locked.emit(self.locked)
         except Cancelled:

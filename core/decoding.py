@@ -420,6 +420,8 @@ class Decoder:
         if self.drafter is not None:
             self.drafter.extend(tokens)
         pieces, stopped = self._stops.feed_all(self.guard(piece))
+        if self._after_value == "value":
+            self._stops.add(repeat_stops(piece.text))     # fed the value first: its own text must not stop it
         yield from pieces
         if stopped or (self._guard is not None and self._guard.stopped):
             if not stopped:
@@ -928,12 +930,31 @@ class Decoder:
         yield from self._stops.flush()
 
 
+REPEAT_HEAD = 5          # characters of an inserted value whose return, at a word's start, ends the suggestion
+
+
+def repeat_stops(value_text: str) -> list[str]:
+    """Where the model, after one of the user's values, starts writing that value again ("...Berlin,
+    Germany" + "\nLinden"), the suggestion ends before it: the value's first characters after a line
+    break or a space.
+
+    >>> repeat_stops("\nLindenstraße 42, 10969 Berlin")
+    ['\nLinde', ' Linde']
+    """
+    head = value_text.strip()[:REPEAT_HEAD]
+    return [ws + head for ws in ("\n", " ")] if head else []
+
+
 class _AttributedStops:
     """Stop sequences over streamed pieces, keeping each piece's source."""
 
     def __init__(self, stops: Sequence[str], lead: bool = True):
         self.matcher = StopMatcher(list(stops), lead)
         self.held: list[Piece] = []
+
+    def add(self, stops: Sequence[str]) -> None:
+        """More stop sequences from here on (text already let out is not looked at again)."""
+        self.matcher.stops += [s for s in stops if s and s not in self.matcher.stops]
 
     def feed(self, piece: Piece) -> tuple[list[Piece], bool]:
         if not self.matcher.stops:

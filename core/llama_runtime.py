@@ -93,16 +93,33 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .batch_profile import BatchProfile, measure as measure_batch_profile
 from .errors import ModelError
 from .memory_budget import check_context, kv_cache_bytes
 
 HIDDEN_KEPT = 64         # hidden states kept for sync's reuse_hidden: the newest positions read
+LOGITS_KEPT = 8          # next-token logits kept for sync: the newest positions read (a vocabulary row each)
 BATCH_TOLERANCE = 0.05   # contract point 3: |one batch - one token at a time|, logits and hidden states
 ASIDE_CTX = 512          # tokens the side context (LlamaRuntime.aside) holds: library contexts are a line or two
 
 _backend_lock = threading.Lock()
+
+
+def leave_cores_to_llama() -> None:
+    """numpy's BLAS gets one thread from now on, in this whole process.
+
+    llama.cpp's threads take the cores; OpenBLAS's own threads, once woken by a small product
+    (whitening a state, the slot classifier, the kNN-LM), stay spinning for a while after it and
+    take them back: a one-token decode right after matching took 80-110 ms instead of 10-20 ms, and
+    the first suggested token with a populated store p50 33 / p90 101 ms against 16 / 34 ms with
+    one BLAS thread (bench/keystrokes.py, docs/benchmarks.md "numpy's threads").  The products here
+    are a few hundred wide, so one thread loses nothing on them.  threadpoolctl rather than
+    OPENBLAS_NUM_THREADS: the variable only counts before numpy is first imported, which a library
+    cannot promise.
+    """
+    threadpool_limits(1, user_api="blas")
 _backend_ready = False
 _log_callback = None  # keep a reference: llama.cpp holds the C pointer
 _verbose_logs = False
@@ -215,6 +232,7 @@ class LlamaRuntime:
                  n_batch: int = 512, verbose: bool = False):
         self.model_path = Path(model_path)
         check_gguf(self.model_path)
+        leave_cores_to_llama()
         lib = self._lib = _llama()
         _init_backend(verbose)
         mparams = lib.llama_model_default_params()
@@ -272,6 +290,11 @@ class LlamaRuntime:
         # reuse_hidden): position -> (d,) row.  Only the newest HIDDEN_KEPT are kept (a prefill needs
         # the local window's few), so a long context or a wide model costs a few hundred KB at most.
         self._hidden_at: dict[int, np.ndarray] = {}
+        # The next-token logits read at each of the last few cached positions, and whether hidden states
+        # were on for that decode (contract point 4): position -> (hidden, (V,) row).  A prompt whose
+        # every token the cache holds, its last one read already (a word healed back to the token the
+        # last suggestion spelled, a suggestion taken whole with Tab), then needs no decode at all.
+        self._logits_at: dict[int, tuple[bool, np.ndarray]] = {}
         self._batch_profile: BatchProfile | None = None
         self.decode_calls = 0
         self.evaluated_tokens = 0  # tokens sent through llama_decode, for KV-reuse checks
@@ -439,6 +462,7 @@ class LlamaRuntime:
             self._tokens = self._tokens[:n]
             self._dropped = frozenset(p for p in self._dropped if p < n)
             self._hidden_at = {p: row for p, row in self._hidden_at.items() if p < n}
+            self._logits_at = {p: row for p, row in self._logits_at.items() if p < n}
 
     def peek(self, tokens: Sequence[int]) -> np.ndarray:
         """Log-probabilities (V,) of the token after *tokens* appended to the cache; the cache is left as it was.
@@ -459,6 +483,7 @@ class LlamaRuntime:
         self._tokens = ()
         self._dropped = frozenset()
         self._hidden_at = {}
+        self._logits_at = {}
 
     @property
     def kv_tokens_kept(self) -> int:
@@ -523,6 +548,9 @@ class LlamaRuntime:
             # and a request that did not ask for reduction must see everything.
             shared = min(shared, min(self._dropped))
         first = len(tokens) - last                    # the first position whose outputs are asked
+        read = self._read_already(tokens, shared, first, hidden, reuse_hidden)
+        if read is not None:
+            return read
         keep, known = min(shared, first), []
         if reuse_hidden and hidden:
             reused = min(shared, len(tokens) - 1)
@@ -534,6 +562,26 @@ class LlamaRuntime:
         if known:
             out = Outputs(out.logits, np.vstack([np.stack(known), out.hidden]), out.positions)
         return out
+
+    def _read_already(self, tokens: Sequence[int], shared: int, first: int, hidden: bool,
+                      reuse_hidden: bool) -> Outputs | None:
+        """sync's outputs without a decode, where the cache holds every token of *tokens* and their
+        last position's logits were read in this mode (and, with *hidden*, the hidden states of
+        positions *first*.. too); else None.  Contract point 3: the same rows as evaluating the last
+        token again (bit for bit on the README's build, within rounding on one with llamafile's kernels).
+        """
+        end = len(tokens) - 1
+        memo = self._logits_at.get(end)
+        if shared < len(tokens) or memo is None or memo[0] != hidden:
+            return None
+        if first < end and not (hidden and reuse_hidden):
+            return None                                  # more than one logits row asked
+        rows = [self._hidden_at.get(p) for p in range(first, end + 1)] if hidden else []
+        if any(r is None for r in rows):
+            return None
+        self.truncate(len(tokens))
+        hidden_arr = np.stack(rows) if hidden else np.empty((1, 0), np.float32)
+        return Outputs(memo[1][None, :].copy(), hidden_arr, np.asarray([end]))
 
     # ------------------------------------------------------------ evaluation
 
@@ -569,6 +617,7 @@ class LlamaRuntime:
                 row = self._row(self._lib.llama_get_logits_ith, i, self.n_vocab)
                 logits_rows.append(row if keep_views else row.copy())
                 pos = len(self._tokens) - (end - start) + i
+                self._keep_logits(pos, row, hidden)
                 if hidden:
                     hidden_rows.append(self._row(self._lib.llama_get_embeddings_ith, i, self.n_embd).copy())
                     self._keep_hidden(pos, hidden_rows[-1])
@@ -583,6 +632,14 @@ class LlamaRuntime:
         if len(self._hidden_at) > 2 * HIDDEN_KEPT:            # pruned now and then, not at every row
             newest = sorted(self._hidden_at)[-HIDDEN_KEPT:]
             self._hidden_at = {p: self._hidden_at[p] for p in newest}
+
+    def _keep_logits(self, pos: int, row: np.ndarray, hidden: bool) -> None:
+        """Remember the logits read at *pos* (a copy, read-only) and their mode; only the newest LOGITS_KEPT."""
+        kept = row.copy()
+        kept.flags.writeable = False
+        self._logits_at[pos] = (hidden, kept)
+        if len(self._logits_at) > LOGITS_KEPT:
+            del self._logits_at[min(self._logits_at)]
 
     def _plain_segments(self, n: int) -> list[tuple[int, int]]:
         return [(s, min(n, s + self.n_batch)) for s in range(0, n, self.n_batch)]

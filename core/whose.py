@@ -300,12 +300,12 @@ def after_salutation(text: str) -> bool:
     return len(line.split()) <= 5 and (line[-1] in ",!:" or text.rstrip(" \t").endswith("\n"))
 
 
-def writer_owns(cue: str | None, evidence: Callable[[], float], bar: float = OWNER_MIN,
+def writer_owns(cue: str | None, evidence: Callable[[], float], bar: float | None = None,
                 label: bool = False) -> bool:
     """The gate: words that name someone else keep the user's value out; at a bare form *label*
     (:func:`form_label`) the value is the writer's; otherwise the model's log-odds (*evidence*,
-    asked only then: it costs a peek) must clear *bar*."""
-    return cue != OTHERS and (label or evidence() > bar)
+    asked only then: it costs a peek) must clear *bar* (None: :data:`OWNER_MIN` as it is when asked)."""
+    return cue != OTHERS and (label or evidence() > (OWNER_MIN if bar is None else bar))
 
 
 def writer_evidence(rt: LlamaRuntime, group: bool = False, probe: str | None = None) -> float:

@@ -125,6 +125,71 @@ def test_sync_reuses_hidden_states_read_before_and_only_those(runtime):
     runtime.reset()
 
 
+def test_a_prompt_the_cache_holds_whole_is_answered_from_the_logits_read_then(runtime):
+    """A word healed back to the very token the last suggestion spelled, or a suggestion taken whole
+    with Tab: the next prompt is all in the cache and its last token's logits were read by an earlier
+    decode, so nothing is evaluated again.  Bugs caught: the last token decoded once more (the decode
+    this saves, the first-token latency of bench/first_token.py), and logits served from the other mode
+    (contract point 4), from another token that held the position, or from a position forgotten since."""
+    draft = runtime.tokenize("Dear Anna, thank you for the lovely dinner on Saturday.")
+    steps = runtime.tokenize(" We had", add_special=False)
+    for hidden, last in ((False, 1), (True, 1), (True, 3)):
+        runtime.reset()
+        runtime.sync(draft[:-1], last=last, hidden=hidden)            # a request's prefill...
+        runtime.eval(draft[-1:], hidden=hidden)                       # ...its suggestion's first step
+        runtime.eval(steps, outputs="all", hidden=hidden)             # ...and the steps after it
+        before = runtime.evaluated_tokens
+        served = runtime.sync(draft, last=last, hidden=hidden, reuse_hidden=True)
+        assert runtime.evaluated_tokens == before, (hidden, last)
+        assert runtime.tokens == tuple(draft)                         # the suggestion's steps are gone
+        runtime.reset()
+        fresh = runtime.sync(draft, last=last, hidden=hidden)
+        assert np.argmax(served.logits[-1]) == np.argmax(fresh.logits[-1])
+        np.testing.assert_allclose(served.logits[-1], fresh.logits[-1], atol=BATCH_TOLERANCE)
+        np.testing.assert_allclose(served.hidden, fresh.hidden, atol=BATCH_TOLERANCE)
+
+    # Read with hidden states on: a plain request (the path that must be llama-cpp-python's, contract
+    # point 1) evaluates the token again; and the other way round.
+    for read, asked in ((True, False), (False, True)):
+        runtime.reset()
+        runtime.sync(draft, hidden=read)
+        before = runtime.evaluated_tokens
+        runtime.sync(draft, hidden=asked, reuse_hidden=True)
+        assert runtime.evaluated_tokens == before + 1
+    # Another token held the last position; the cache forgot it and took the draft's token there in
+    # a prefill's head, which reads no outputs (_segments): the other token's row is not served.
+    runtime.reset()
+    text = runtime.tokenize("Dear Anna, thank you for the lovely dinner on Saturday. The food was wonderful and "
+                            "the company even better; we talked until midnight about the garden, the new job "
+                            "and the trip to Lisbon next spring.")
+    tail = runtime.tokenize(" We should do it again soon, perhaps at our place this time, once the kitchen "
+                            "is finished and the boxes are gone from the hall, and the children are back from "
+                            "their grandparents in the mountains.", add_special=False)
+    other = text[:-1] + runtime.tokenize("!", add_special=False)
+    assert other[-1] != text[-1] and len(tail) > 32
+    runtime.sync(other, hidden=False)                                 # logits read at the last position
+    runtime.truncate(len(text) - 8)
+    runtime.sync(text + tail, hidden=True)                            # text's last 8 in a head of no outputs
+    before = runtime.evaluated_tokens
+    now = runtime.sync(text, hidden=False)
+    assert runtime.evaluated_tokens == before + 1
+    runtime.reset()
+    np.testing.assert_allclose(now.logits[-1], runtime.sync(text, hidden=False).logits[-1], atol=BATCH_TOLERANCE)
+    runtime.reset()
+
+
+def test_numpy_leaves_the_cores_to_llama_cpp(runtime):
+    """OpenBLAS threads spinning after a small product took the cores a decode needed (a one-token
+    decode after matching: 80-110 ms instead of 10-20, bench/first_token.py).  Bug caught: the limit
+    gone, or set before a model loads and undone since."""
+    from threadpoolctl import threadpool_info
+
+    x = np.random.default_rng(0).standard_normal((600, 600)).astype(np.float32)
+    assert (x @ x).shape == (600, 600)                # BLAS loaded and used
+    blas = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    assert blas and set(blas) == {1}
+
+
 def test_the_side_context_reads_as_the_main_one(runtime):
     """Library contexts are read in the side context (LlamaRuntime.aside) so the draft stays cached in
     the main one; their stored vectors must be what the main context gives (matching compares them

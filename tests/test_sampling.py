@@ -79,3 +79,26 @@ def test_a_stop_that_is_a_line_break_counts_from_the_first_character():
     assert m.feed("\n") == ("", True)
     opened = StopMatcher(["\n\n"])
     assert opened.feed("\n\nKind regards,") == ("\n\nKind regards,", False)
+
+
+def test_a_value_the_model_starts_writing_again_ends_the_suggestion_before_it():
+    """After one of the user's values the model may start the same value again on the next line
+    ("...Berlin, Germany" + "\nLinden", bench/entities.py case o031).  From the value on, its first
+    characters after a line break or a space are a stop: the fragment and the line break before it
+    go, the value itself and text after it that is not the value pass.  Bugs caught: the value's own
+    text stopping it (stops added before it was fed), the fragment or its line break let out."""
+    from chunkwise.core.decoding import Piece, _AttributedStops, repeat_stops
+
+    value = Piece("\nRosenweg 7, 80331 München, Germany", source="chunk")
+    stops = _AttributedStops(["\n\n"])
+    out, stopped = stops.feed(value)
+    stops.add(repeat_stops(value.text))
+    assert not stopped and "".join(p.text for p in out) == value.text
+    out, stopped = stops.feed_all([Piece("\n"), Piece("Rosen")])
+    assert stopped and out == []
+    # Other text after the value passes, a line break included.
+    stops = _AttributedStops(["\n\n"])
+    stops.feed(value)
+    stops.add(repeat_stops(value.text))
+    out, stopped = stops.feed_all([Piece("\n"), Piece("Roses"), Piece(" bloom there.")])
+    assert not stopped and "".join(p.text for p in out + stops.flush()) == "\nRoses bloom there."

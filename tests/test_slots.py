@@ -268,6 +268,19 @@ def test_the_writer_probe_decides_whether_a_value_goes_in(profile_engine, monkey
     assert [s.chunk_id for s in out.spans][:1] == [ids["phone"]]
 
 
+def test_the_writer_gate_reads_the_bar_as_it_is_when_asked(monkeypatch):
+    """The bar (whose.OWNER_MIN) is read when the gate is asked, so a bench or test that moves it moves
+    the gate.  Bug caught: the bar bound as a default argument when the module loaded, so setting
+    OWNER_MIN afterwards changed nothing."""
+    evidence = lambda: 0.0                               # noqa: E731  (the probe's log-odds here)
+    monkeypatch.setattr(whose, "OWNER_MIN", 1.0)
+    assert not whose.writer_owns(None, evidence)
+    monkeypatch.setattr(whose, "OWNER_MIN", -1.0)
+    assert whose.writer_owns(None, evidence)
+    assert not whose.writer_owns(None, evidence, bar=0.5)          # a bar given still wins
+    assert not whose.writer_owns(whose.OTHERS, lambda: 10.0)       # and words naming someone else before it
+
+
 @pytest.mark.parametrize("prompt", ["Hi,\n\nCheck out Sam's portfolio, it's at",
                                     "Hi,\n\nIf the line drops during the call, please ring her directly at",
                                     "Hi,\n\nFor anything urgent, my husband's mobile is",
