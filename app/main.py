@@ -56,6 +56,9 @@ def run_app(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QGuiApplication
 
+    from chunkwise.core.paths import data_dir
+
+    from .instance import ALREADY_OPEN, hold_editor_lock
     from .resources import apply_resources
     from .theme import apply_desktop_theme
 
@@ -65,6 +68,10 @@ def run_app(argv: list[str] | None = None) -> int:
     app.setApplicationName("Chunkwise")
     apply_desktop_theme(app)
     apply_resources(app)                 # icon and stylesheet; without them the editor still starts
+    lock = hold_editor_lock(data_dir())       # held until this function returns
+    if lock is None:
+        QMessageBox.information(None, "Chunkwise", ALREADY_OPEN)
+        return 0
     settings, notes = load_settings()
     if not ask_passphrase(store=settings.store_path()):
         notes.append("No passphrase given: the chunk store stays locked for this session; "
@@ -79,6 +86,7 @@ def run_app(argv: list[str] | None = None) -> int:
     code = app.exec()
     window.shutdown()
     finish_worker_threads()              # a step that outlasted the window's second: let it end, never abort
+    lock.unlock()
     return code
 
 
