@@ -111,15 +111,16 @@ def leave_cores_to_llama() -> None:
     """numpy's BLAS gets one thread from now on, in this whole process.
 
     llama.cpp's threads take the cores; OpenBLAS's own threads, once woken by a small product
-    (whitening a state, the slot classifier, the kNN-LM), stay spinning for a while after it and
-    take them back: a one-token decode right after matching took 80-110 ms instead of 10-20 ms, and
-    the first suggested token with a populated store p50 33 / p90 101 ms against 16 / 34 ms with
-    one BLAS thread (bench/keystrokes.py, docs/benchmarks.md "numpy's threads").  The products here
-    are a few hundred wide, so one thread loses nothing on them.  threadpoolctl rather than
-    OPENBLAS_NUM_THREADS: the variable only counts before numpy is first imported, which a library
-    cannot promise.
+    (whitening a state, the slot classifier, the kNN-LM), keep spinning for a while after it and
+    take them back: with a populated store, one-token decodes p50 / p90 21 / 61 ms against 11 / 13 ms
+    with one BLAS thread, the first suggested token 55 / 111 against 28 / 43 ms (bench/first_token.py,
+    docs/benchmarks.md "numpy's threads").  The products on that path are a few hundred wide.
+    threadpoolctl rather than OPENBLAS_NUM_THREADS: the variable only counts before numpy is first
+    imported, which a library cannot promise.
     """
     threadpool_limits(1, user_api="blas")
+
+
 _backend_ready = False
 _log_callback = None  # keep a reference: llama.cpp holds the C pointer
 _verbose_logs = False
