@@ -58,7 +58,7 @@ def run_app(argv: list[str] | None = None) -> int:
 
     from chunkwise.core.paths import data_dir
 
-    from .instance import ALREADY_OPEN, hold_editor_lock
+    from . import instance as editor_lock
     from .resources import apply_resources
     from .theme import apply_desktop_theme
 
@@ -68,10 +68,11 @@ def run_app(argv: list[str] | None = None) -> int:
     app.setApplicationName("Chunkwise")
     apply_desktop_theme(app)
     apply_resources(app)                 # icon and stylesheet; without them the editor still starts
-    lock = hold_editor_lock(data_dir())       # held until this function returns
+    lock = editor_lock.hold_editor_lock(data_dir())       # held until the window has closed
     if lock is None:
-        QMessageBox.information(None, "Chunkwise", ALREADY_OPEN)
-        return 0
+        if not editor_lock.ask_open_anyway():
+            return 0
+        lock = editor_lock.take_over(data_dir())
     settings, notes = load_settings()
     if not ask_passphrase(store=settings.store_path()):
         notes.append("No passphrase given: the chunk store stays locked for this session; "
@@ -85,8 +86,8 @@ def run_app(argv: list[str] | None = None) -> int:
         QMessageBox.information(window, "Chunkwise settings", "\n".join(notes))
     code = app.exec()
     window.shutdown()
+    lock.unlock()                        # the emails in progress are saved: another editor may start
     finish_worker_threads()              # a step that outlasted the window's second: let it end, never abort
-    lock.unlock()
     return code
 
 

@@ -131,9 +131,12 @@ class ModelWorker(QObject):
             self.progress.emit("Loading model", 1, 1)
             self.loaded.emit({"model": engine.model_name, "seconds": round(time.perf_counter() - start, 2),
                               **library_size(engine)})
-            engine.warm()                    # here, while the user has typed nothing yet (Engine.warm)
             if self.locked:
                 self.store_locked.emit(self.locked)
+            try:
+                engine.warm()                # here, while the user has typed nothing yet (Engine.warm)
+            except Exception:  # noqa: BLE001 - a table made ahead of time; the first request makes it otherwise
+                pass
         except Cancelled:
             self.load_failed.emit("Loading was cancelled.")
         except ChunkwiseError as exc:

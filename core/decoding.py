@@ -20,6 +20,7 @@ what the next step proposes and samples from.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Generator, Iterator, Sequence
@@ -251,6 +252,7 @@ class Decoder:
         self.stats = Stats()
         self._utf8 = Utf8Stream()
         self._stops = _AttributedStops(settings.stop)
+        self._repeats = _ValueRepeats()
         self._guard = DetailGuard() if settings.guard_details else None
         self._prompt_chars = 0     # where the generated part of self._text begins
         # After one of the user's own values (pii / snippet): "value", or "dot" once a lone "." followed
@@ -306,6 +308,7 @@ class Decoder:
         # A suggestion may open a new paragraph (stops count after some text), unless a line break
         # is itself a stop (the subject line) or the text cannot take a paragraph here.
         self._stops = _AttributedStops(self.s.stop, lead="\n" not in self.s.stop and opens_paragraph(self._text))
+        self._repeats = _ValueRepeats()
         if self.s.heal and self.rest_of_value() is None:     # ("hello@te": the library's value finishes it)
             prompt_tokens = self.take_back_word(prompt_tokens)
         state = self.prefill(prompt_tokens)
@@ -355,10 +358,12 @@ class Decoder:
     def prefill(self, tokens: Sequence[int]) -> _State:
         """Bring the KV cache to *tokens*, evaluating only what is not cached."""
         self.stats.prompt_tokens = len(tokens)
-        self.stats.prompt_reused = min(self.rt.common_prefix(tokens), len(tokens) - 1)
+        shared, evaluated = self.rt.common_prefix(tokens), self.rt.evaluated_tokens
         window = local_rows(len(tokens)) if self._hidden else 1
         out = self.rt.sync(tokens, last=window, hidden=self._hidden, copy=False,   # logits (<= w, V), hidden (w, d)
                            reuse_hidden=True)
+        # every token cached, the last one's logits read before (LlamaRuntime._logits_at): nothing evaluated
+        self.stats.prompt_reused = min(shared, len(tokens) - (self.rt.evaluated_tokens > evaluated))
         self._recent_hidden = list(out.hidden)
         return self._state(out.logits[-1])
 
@@ -419,14 +424,15 @@ class Decoder:
         self._after_value = self.after_value(piece)
         if self.drafter is not None:
             self.drafter.extend(tokens)
-        pieces, stopped = self._stops.feed_all(self.guard(piece))
+        pieces, repeated = self._repeats.feed_all(self.guard(piece))
+        pieces, stopped = self._stops.feed_all(pieces)
         if self._after_value == "value":
-            self._stops.add(repeat_stops(piece.text))     # fed the value first: its own text must not stop it
+            self._repeats.arm(piece.text)             # model text from here on must not start it again
         yield from pieces
-        if stopped or (self._guard is not None and self._guard.stopped):
-            if not stopped:
+        if stopped or repeated or (self._guard is not None and self._guard.stopped):
+            if not (stopped or repeated):
                 self.stats.withheld = self._guard.found or ""
-            return "stop" if stopped else "detail"
+            return "stop" if stopped or repeated else "detail"
         return "length" if self.stats.tokens - self._heal_steps >= self.s.max_tokens else None
 
     def propose(self, state: _State) -> Proposal | None:
@@ -925,24 +931,65 @@ class Decoder:
         if self._guard is not None:
             rest = self._guard.flush()
             held += [Piece(rest)] if rest else []
+        held, repeated = self._repeats.feed_all(held)
+        if repeated:
+            return
+        held += self._repeats.release()
         pieces, _ = self._stops.feed_all(held)
         yield from pieces
         yield from self._stops.flush()
 
 
-REPEAT_HEAD = 5          # characters of an inserted value whose return, at a word's start, ends the suggestion
+REPEAT_HEAD = 5          # characters of an inserted value (past a web address's scheme) whose return ends a suggestion
+_SCHEME = re.compile(r"(?:[A-Za-z][\w+.-]*://)?(?:www\.)?")
 
 
-def repeat_stops(value_text: str) -> list[str]:
-    """Where the model, after one of the user's values, starts writing that value again ("...Berlin,
-    Germany" + "\nLinden"), the suggestion ends before it: the value's first characters after a line
-    break or a space.
+def repeat_head(value_text: str) -> str:
+    """The start of a value that, written again by the model, ends the suggestion; "" for a value too
+    short to tell from the start of an ordinary word.
 
-    >>> repeat_stops("\nLindenstraße 42, 10969 Berlin")
-    ['\nLinde', ' Linde']
+    >>> repeat_head("\\nLindenstraße 42, 10969 Berlin"), repeat_head(" https://anamarin.design"), repeat_head("Jo")
+    ('Linde', 'https://anama', '')
     """
-    head = value_text.strip()[:REPEAT_HEAD]
-    return [ws + head for ws in ("\n", " ")] if head else []
+    value = value_text.strip()
+    n = _SCHEME.match(value).end() + REPEAT_HEAD
+    return value[:n] if len(value) >= n else ""
+
+
+class _ValueRepeats:
+    """After one of the user's values, model text that starts that value again ("...Berlin, Germany" +
+    "\\nLinden") ends the suggestion before it, the line break or space before it too.  Only the
+    model's own text is looked at: another of the user's values after this one passes whole."""
+
+    def __init__(self) -> None:
+        self._matcher: StopMatcher | None = None
+
+    def arm(self, value_text: str) -> None:
+        head = repeat_head(value_text)
+        self._matcher = StopMatcher(["\n" + head, " " + head], lead=False) if head else None
+
+    def feed(self, piece: Piece) -> tuple[list[Piece], bool]:
+        if self._matcher is None:
+            return [piece], False
+        if piece.source == "chunk":                   # a value of the user's: what was held goes before it
+            return self.release() + [piece], False
+        safe, stopped = self._matcher.feed(piece.text)
+        return ([replace(piece, text=safe)] if safe else []), stopped
+
+    def feed_all(self, pieces: Sequence[Piece]) -> tuple[list[Piece], bool]:
+        out: list[Piece] = []
+        for piece in pieces:
+            got, stopped = self.feed(piece)
+            out += got
+            if stopped:
+                return out, True
+        return out, False
+
+    def release(self) -> list[Piece]:
+        """Model text held as a possible start of the value, let out (it was not); disarmed."""
+        held = self._matcher.flush() if self._matcher is not None else ""
+        self._matcher = None
+        return [Piece(held)] if held else []
 
 
 class _AttributedStops:
@@ -951,10 +998,6 @@ class _AttributedStops:
     def __init__(self, stops: Sequence[str], lead: bool = True):
         self.matcher = StopMatcher(list(stops), lead)
         self.held: list[Piece] = []
-
-    def add(self, stops: Sequence[str]) -> None:
-        """More stop sequences from here on (text already let out is not looked at again)."""
-        self.matcher.stops += [s for s in stops if s and s not in self.matcher.stops]
 
     def feed(self, piece: Piece) -> tuple[list[Piece], bool]:
         if not self.matcher.stops:

@@ -451,8 +451,8 @@ class Engine:
 
     def warm(self) -> None:
         """Make now what the first request would otherwise wait for: the table of every token's
-        spelling that finishing a word the user is typing reads (core/healing.py; 0.3-0.45 s for the
-        bundled model here).  The editor's worker calls it right after the model has loaded."""
+        spelling that finishing a word the user is typing reads (core/healing.py; its time is in
+        docs/benchmarks.md, bench/first_token.py).  The editor's worker calls it once the model has loaded."""
         vocabulary(self.runtime)
 
     @property

@@ -609,6 +609,7 @@ class LlamaRuntime:
         else:
             want = sorted(set(int(i) for i in outputs))
         logits_rows, hidden_rows, pos_rows = [], [], []
+        memo = set(want[-LOGITS_KEPT:]) if LOGITS_KEPT else set()     # the rows worth keeping: the newest
         segments = self._segments(n, want) if hidden else self._plain_segments(n)
         keep_views = not copy and len(segments) == 1   # a later decode would overwrite the buffer
         for start, end in segments:
@@ -618,7 +619,8 @@ class LlamaRuntime:
                 row = self._row(self._lib.llama_get_logits_ith, i, self.n_vocab)
                 logits_rows.append(row if keep_views else row.copy())
                 pos = len(self._tokens) - (end - start) + i
-                self._keep_logits(pos, row, hidden)
+                if start + i in memo:
+                    self._keep_logits(pos, row, hidden)
                 if hidden:
                     hidden_rows.append(self._row(self._lib.llama_get_embeddings_ith, i, self.n_embd).copy())
                     self._keep_hidden(pos, hidden_rows[-1])

@@ -53,12 +53,12 @@ def make_window(qtbot, tmp_path):
 
 def test_the_spelling_table_is_made_before_the_first_word_is_finished(make_window, qtbot):
     """Finishing a word the user pauses in reads every token's spelling (core/healing.py); made on the
-    first such request it held that suggestion 0.3-0.45 s.  The worker makes it right after the model
-    loads, before anything is typed.  Bug caught: Engine.warm not run there."""
+    first such request, that suggestion waited for it (bench/first_token.py prints how long).  The worker
+    makes it once the model has loaded, before anything is typed: here nothing is.  Bug caught:
+    Engine.warm not run there."""
     w = make_window()
     qtbot.waitUntil(lambda: getattr(w.worker.engine.runtime, "_healing_vocabulary", None) is not None,
                     timeout=10_000)
-    assert w.body_edit.toPlainText() == "" and w.current_id == 0          # no request has asked for it
 
 
 def type_text(qtbot, editor, text):

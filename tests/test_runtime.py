@@ -180,14 +180,22 @@ def test_a_prompt_the_cache_holds_whole_is_answered_from_the_logits_read_then(ru
 
 def test_numpy_leaves_the_cores_to_llama_cpp(runtime):
     """OpenBLAS threads spinning after a small product took the cores a decode needed (one-token
-    decodes p90 61 ms against 13 with one BLAS thread, bench/first_token.py).  Bug caught: the limit
-    gone, or set before a model loads and undone since."""
-    from threadpoolctl import threadpool_info
+    decodes p90 61 ms against 13 with one BLAS thread, bench/first_token.py).  Bug caught: loading a
+    model leaving numpy's BLAS threads as they were."""
+    from threadpoolctl import threadpool_info, threadpool_limits
 
-    x = np.random.default_rng(0).standard_normal((600, 600)).astype(np.float32)
-    assert (x @ x).shape == (600, 600)                # BLAS loaded and used
-    blas = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
-    assert blas and set(blas) == {1}
+    def blas_threads():
+        x = np.ones((300, 300), np.float32)
+        assert (x @ x).shape == (300, 300)            # BLAS loaded and used
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    threadpool_limits(2, user_api="blas")             # as a process starts on this machine, or more
+    assert blas_threads() == {2}
+    other = LlamaRuntime(runtime.model_path, n_ctx=256)
+    try:
+        assert blas_threads() == {1}
+    finally:
+        other.close()
 
 
 def test_the_side_context_reads_as_the_main_one(runtime):

@@ -81,24 +81,33 @@ def test_a_stop_that_is_a_line_break_counts_from_the_first_character():
     assert opened.feed("\n\nKind regards,") == ("\n\nKind regards,", False)
 
 
+
 def test_a_value_the_model_starts_writing_again_ends_the_suggestion_before_it():
     """After one of the user's values the model may start the same value again on the next line
-    ("...Berlin, Germany" + "\nLinden", bench/entities.py case o031).  From the value on, its first
-    characters after a line break or a space are a stop: the fragment and the line break before it
-    go, the value itself and text after it that is not the value pass.  Bugs caught: the value's own
-    text stopping it (stops added before it was fed), the fragment or its line break let out."""
-    from chunkwise.core.decoding import Piece, _AttributedStops, repeat_stops
+    ("...Berlin, Germany" + "\nLinden", bench/entities.py).  The model's text after a value is
+    watched for the value's start: the fragment and the line break before it go; other text passes,
+    and so does another of the user's values (a chunk), even one that begins alike (two web
+    addresses).  Bugs caught: the fragment or its line break let out, a second value of the user's
+    cut, a short value stopping every word that starts like it."""
+    from chunkwise.core.decoding import Piece, _ValueRepeats
 
-    value = Piece("\nRosenweg 7, 80331 München, Germany", source="chunk")
-    stops = _AttributedStops(["\n\n"])
-    out, stopped = stops.feed(value)
-    stops.add(repeat_stops(value.text))
-    assert not stopped and "".join(p.text for p in out) == value.text
-    out, stopped = stops.feed_all([Piece("\n"), Piece("Rosen")])
+    repeats = _ValueRepeats()
+    repeats.arm("\nRosenweg 7, 80331 München, Germany")
+    out, stopped = repeats.feed_all([Piece("\n"), Piece("Rosen")])
     assert stopped and out == []
-    # Other text after the value passes, a line break included.
-    stops = _AttributedStops(["\n\n"])
-    stops.feed(value)
-    stops.add(repeat_stops(value.text))
-    out, stopped = stops.feed_all([Piece("\n"), Piece("Roses"), Piece(" bloom there.")])
-    assert not stopped and "".join(p.text for p in out + stops.flush()) == "\nRoses bloom there."
+
+    repeats.arm("\nRosenweg 7, 80331 München, Germany")
+    out, stopped = repeats.feed_all([Piece("\n"), Piece("Roses"), Piece(" bloom there.")])
+    assert not stopped and "".join(p.text for p in out + repeats.release()) == "\nRoses bloom there."
+
+    repeats.arm(" https://anamarin.design")
+    other = Piece(" https://anamarin.design/cv", source="chunk")        # another entry, alike at the start
+    out, stopped = repeats.feed_all([Piece("\nCV:"), other])
+    assert not stopped and "".join(p.text for p in out) == "\nCV: https://anamarin.design/cv"
+    repeats.arm(" https://anamarin.design")
+    out, stopped = repeats.feed_all([Piece(" or https://github.com/ana")])    # the scheme alone is no repeat
+    assert not stopped and "".join(p.text for p in out + repeats.release()) == " or https://github.com/ana"
+
+    repeats.arm(" Jo")                                                   # too short to tell from a word
+    out, stopped = repeats.feed_all([Piece(", John and I")])
+    assert not stopped and "".join(p.text for p in out + repeats.release()) == ", John and I"

@@ -7,7 +7,7 @@ import types
 import pytest
 
 pytest.importorskip("pytestqt")
-from PySide6.QtCore import QLockFile  # noqa: E402
+from PySide6.QtCore import QLockFile, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication, QMessageBox  # noqa: E402
 
 from chunkwise.app import instance, main  # noqa: E402
@@ -17,8 +17,9 @@ from chunkwise.core.paths import data_dir  # noqa: E402
 @pytest.fixture
 def started(qapp, monkeypatch):
     """run_app with the window, the passphrase prompt and the event loop left out: returns the windows it
-    made and the messages it showed.  The data folder is the test's own (conftest's XDG_DATA_HOME)."""
-    windows, messages = [], []
+    made and a function that answers the next message box as a user would (its texts are recorded).
+    The data folder is the test's own (conftest's XDG_DATA_HOME)."""
+    windows, shown = [], []
 
     class Window:
         def __init__(self, *_args):
@@ -41,40 +42,79 @@ def started(qapp, monkeypatch):
         monkeypatch.setitem(sys.modules, name, module)
     monkeypatch.setattr(sys, "excepthook", sys.excepthook)
     monkeypatch.setattr(qapp, "exec", lambda: 0)
-    monkeypatch.setattr(QMessageBox, "information", lambda _parent, _title, text, *a: messages.append(text))
     style, icon = qapp.styleSheet(), qapp.windowIcon()
-    yield windows, messages
+
+    def answer(button: str) -> None:
+        """Click *button* on the next message box once it is up (a box nobody expected is closed too)."""
+        def click():
+            box = QApplication.activeModalWidget()
+            if not isinstance(box, QMessageBox):
+                QTimer.singleShot(50, click)
+                return
+            shown.append(box.text())
+            chosen = [b for b in box.buttons() if b.text().replace("&", "") == button]
+            (chosen[0] if chosen else box.buttons()[0]).click()
+        QTimer.singleShot(0, click)
+
+    yield windows, shown, answer
     qapp.setStyleSheet(style)
     qapp.setWindowIcon(icon)
 
 
+def held_by_another_editor() -> QLockFile:
+    data_dir().mkdir(parents=True, exist_ok=True)
+    other = QLockFile(str(data_dir() / instance.LOCK_NAME))
+    assert other.tryLock(0)
+    return other
+
+
 def test_a_second_editor_on_the_same_folder_says_so_and_does_not_open(started):
     """Bug caught: two editors restoring and writing the same emails in progress."""
-    windows, messages = started
-    other = QLockFile(str(data_dir() / instance.LOCK_NAME))        # another editor, running
-    data_dir().mkdir(parents=True, exist_ok=True)
-    assert other.tryLock(0)
+    windows, shown, answer = started
+    other = held_by_another_editor()
     try:
+        answer("Close")
         assert main.run_app([]) == 0
-        assert windows == [] and messages == [instance.ALREADY_OPEN]
+        assert windows == [] and shown == [instance.ALREADY_OPEN]
     finally:
         other.unlock()
     assert main.run_app([]) == 0                                    # that one closed: this one opens
-    assert len(windows) == 1 and len(messages) == 1
+    assert len(windows) == 1 and len(shown) == 1
     assert main.run_app([]) == 0 and len(windows) == 2              # and lets go of the lock when it closes
+
+
+def test_open_anyway_opens_the_editor_as_the_user_asked(started):
+    """The lock may be held by nothing that still edits: an editor on another host of a shared home
+    folder, a process id reused since.  Bug caught: a user locked out of their own editor."""
+    windows, shown, answer = started
+    other = held_by_another_editor()
+    try:
+        answer(instance.OPEN_ANYWAY)
+        assert main.run_app([]) == 0
+        assert len(windows) == 1 and shown == [instance.ALREADY_OPEN]
+    finally:
+        other.unlock()
 
 
 def test_a_lock_left_by_an_editor_that_died_does_not_keep_the_user_out(started):
     """An editor killed or crashed leaves its lock file behind.  Bug caught: the user locked out of
-    their own editor until they find and delete a file (or, with Qt's default, for 30 s)."""
-    windows, messages = started
+    their own editor until they find and delete a file, or asked about it at every start."""
+    windows, shown, answer = started
     folder = data_dir()
     folder.mkdir(parents=True, exist_ok=True)
     dead = 2 ** 22 + 12345                          # above Linux's default pid_max: no process has it
     with pytest.raises(ProcessLookupError):
         os.kill(dead, 0)
-    name = QApplication.applicationName()
-    (folder / instance.LOCK_NAME).write_text(f"{dead}\n{name}\n{socket.gethostname()}\n", encoding="utf-8")
+    (folder / instance.LOCK_NAME).write_text(f"{dead}\npython3\n{socket.gethostname()}\n", encoding="utf-8")
+    answer("Close")                                 # were a box to come up (it must not)
     assert main.run_app([]) == 0
-    assert len(windows) == 1 and messages == []
+    assert len(windows) == 1 and shown == []
 
+
+def test_the_data_folder_the_lock_makes_is_the_owners_alone(started):
+    """The lock is the first thing written to a new user's data folder.  Bug caught: the folder made
+    world-readable (the umask's 0755), where the library and the emails in progress go next."""
+    windows, _shown, _answer = started
+    assert not data_dir().exists()
+    assert main.run_app([]) == 0 and len(windows) == 1
+    assert (data_dir().stat().st_mode & 0o777) == 0o700
