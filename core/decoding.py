@@ -940,6 +940,18 @@ class Decoder:
         yield from self._stops.flush()
 
 
+def feed_each(feed: Callable[[Piece], tuple[list[Piece], bool]],
+              pieces: Sequence[Piece]) -> tuple[list[Piece], bool]:
+    """*pieces* through *feed* (one of the filters below) in turn, until one stops: (what came out, stopped)."""
+    out: list[Piece] = []
+    for piece in pieces:
+        got, stopped = feed(piece)
+        out += got
+        if stopped:
+            return out, True
+    return out, False
+
+
 REPEAT_HEAD = 5          # characters of an inserted value (past a web address's scheme) whose return ends a suggestion
 _SCHEME = re.compile(r"(?:[A-Za-z][\w+.-]*://)?(?:www\.)?")
 
@@ -977,13 +989,7 @@ class _ValueRepeats:
         return ([replace(piece, text=safe)] if safe else []), stopped
 
     def feed_all(self, pieces: Sequence[Piece]) -> tuple[list[Piece], bool]:
-        out: list[Piece] = []
-        for piece in pieces:
-            got, stopped = self.feed(piece)
-            out += got
-            if stopped:
-                return out, True
-        return out, False
+        return feed_each(self.feed, pieces)
 
     def release(self) -> list[Piece]:
         """Model text held as a possible start of the value, let out (it was not); disarmed."""
@@ -1010,13 +1016,7 @@ class _AttributedStops:
         return out, stopped
 
     def feed_all(self, pieces: Sequence[Piece]) -> tuple[list[Piece], bool]:
-        out: list[Piece] = []
-        for piece in pieces:
-            got, stopped = self.feed(piece)
-            out += got
-            if stopped:
-                return out, True
-        return out, False
+        return feed_each(self.feed, pieces)
 
     def flush(self) -> list[Piece]:
         out = [p for p in self.held if p.text]
