@@ -53,7 +53,9 @@ What holds:
    greedy choices except in near-ties.  The same holds for hidden states
    ``sync(..., reuse_hidden=True)`` takes as read by an earlier decode (a
    generation step, or the previous prompt's batch) instead of evaluating
-   them again.  On a build without llamafile's
+   them again, and for the last token's logits ``sync`` takes as read by an
+   earlier decode where the cache holds the whole prompt (``_logits_at``,
+   kept with their mode, point 4).  On a build without llamafile's
    kernels (the README's install: ``exact`` is 8, the largest probed) they
    are bit-identical too.
 4. *One mode at a time.*  Outputs are compared only within one mode, hidden
