@@ -27,15 +27,21 @@ ALREADY_OPEN = ("Chunkwise is already open. Carry on in the window that is open:
                 "Open anyway.")
 
 
-def hold_editor_lock(folder: Path) -> QLockFile | None:
-    """This process's lock on *folder* (keep the object: the lock lasts as long as it does), or None
-    where another running editor holds it.  A folder that cannot be made or written to gives a lock
-    that holds nothing but does not stop the editor: None is only for another editor."""
+def _lock_file(folder: Path) -> QLockFile:
+    """The editor's lock file in *folder*, not yet taken."""
     lock = QLockFile(str(folder / LOCK_NAME))
     # Never stale by age: the editor holds it for hours.  (On Linux the holder's flock keeps it anyway;
     # where a file system has no such locks, Qt's default of 30 s would hand it to a second editor.)
     # A holder that no longer runs is still found stale: QLockFile compares the process id and host.
     lock.setStaleLockTime(0)
+    return lock
+
+
+def hold_editor_lock(folder: Path) -> QLockFile | None:
+    """This process's lock on *folder* (keep the object: the lock lasts as long as it does), or None
+    where another running editor holds it.  A folder that cannot be made or written to gives a lock
+    that holds nothing but does not stop the editor: None is only for another editor."""
+    lock = _lock_file(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)     # the user data folder: owner-only
     except OSError:
@@ -60,8 +66,7 @@ def ask_open_anyway() -> bool:
 def take_over(folder: Path) -> QLockFile:
     """The user chose *Open anyway*: the lock is taken where its holder is gone (another host, a
     process id reused since), and the editor opens in any case, as they asked."""
-    lock = QLockFile(str(folder / LOCK_NAME))
-    lock.setStaleLockTime(0)
+    lock = _lock_file(folder)
     if not lock.tryLock(0) and lock.removeStaleLockFile():
         lock.tryLock(0)
     return lock

@@ -68,11 +68,12 @@ def run_app(argv: list[str] | None = None) -> int:
     app.setApplicationName("Chunkwise")
     apply_desktop_theme(app)
     apply_resources(app)                 # icon and stylesheet; without them the editor still starts
-    lock = editor_lock.hold_editor_lock(data_dir())       # held until the window has closed
+    folder = data_dir()
+    lock = editor_lock.hold_editor_lock(folder)          # held until the window has closed
     if lock is None:
         if not editor_lock.ask_open_anyway():
             return 0
-        lock = editor_lock.take_over(data_dir())
+        lock = editor_lock.take_over(folder)
     settings, notes = load_settings()
     if not ask_passphrase(store=settings.store_path()):
         notes.append("No passphrase given: the chunk store stays locked for this session; "
