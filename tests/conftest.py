@@ -85,3 +85,21 @@ def pii_engine(make_engine):
         engine.store.add_chunk(entry["value"], "pii", entry["contexts"][:4], label=field)
     engine.refresh()
     return engine
+
+
+def stub_run_app(monkeypatch, app, window_class) -> None:
+    """run_app's own code alone (app/main.py): the window is *window_class*, the passphrase prompt says
+    yes, settings are empty, and the event loop returns at once."""
+    import types
+
+    fakes = {
+        "chunkwise.app.passphrase": types.SimpleNamespace(ask_passphrase=lambda **_: True),
+        "chunkwise.app.settings": types.SimpleNamespace(
+            load_settings=lambda: (types.SimpleNamespace(store_path=lambda: None), []), settings_path=lambda: None),
+        "chunkwise.app.window": types.SimpleNamespace(ComposeWindow=window_class),
+        "chunkwise.app.worker": types.SimpleNamespace(finish_worker_threads=lambda: None),
+    }
+    for name, module in fakes.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
+    monkeypatch.setattr(app, "exec", lambda: 0)

@@ -5,8 +5,6 @@ import configparser
 import importlib
 import importlib.util
 import re
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from PySide6.QtCore import QSize
 from PySide6.QtGui import QGuiApplication, QIcon, QImage
 
 from chunkwise.app import resources
+from tests.conftest import stub_run_app
 from chunkwise.app.resources import ICON_NAME, ICON_SIZES, app_icon, apply_resources, icon_png, resource_path, stylesheet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,17 +127,7 @@ def test_run_app_sets_the_icon_the_stylesheet_and_the_desktop_entry_name(app_sta
         def shutdown(self):
             pass
 
-    fakes = {
-        "chunkwise.app.passphrase": types.SimpleNamespace(ask_passphrase=lambda **_: True),
-        "chunkwise.app.settings": types.SimpleNamespace(load_settings=lambda: (types.SimpleNamespace(store_path=lambda: None), []),
-                                              settings_path=lambda: None),
-        "chunkwise.app.window": types.SimpleNamespace(ComposeWindow=FakeWindow),
-        "chunkwise.app.worker": types.SimpleNamespace(finish_worker_threads=lambda: None),
-    }
-    for name, module in fakes.items():
-        monkeypatch.setitem(sys.modules, name, module)
-    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
-    monkeypatch.setattr(app_state, "exec", lambda: 0)
+    stub_run_app(monkeypatch, app_state, FakeWindow)
     app_state.setStyleSheet("")
     app_state.setWindowIcon(QIcon())
 

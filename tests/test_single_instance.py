@@ -1,8 +1,6 @@
 """One editor at a time on one data folder (app/instance.py), driven through run_app."""
 import os
 import socket
-import sys
-import types
 
 import pytest
 
@@ -12,6 +10,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox  # noqa: E402
 
 from chunkwise.app import instance, main  # noqa: E402
 from chunkwise.core.paths import data_dir  # noqa: E402
+from tests.conftest import stub_run_app  # noqa: E402
 
 
 @pytest.fixture
@@ -31,17 +30,7 @@ def started(qapp, monkeypatch):
         def shutdown(self):
             pass
 
-    fakes = {
-        "chunkwise.app.passphrase": types.SimpleNamespace(ask_passphrase=lambda **_: True),
-        "chunkwise.app.settings": types.SimpleNamespace(
-            load_settings=lambda: (types.SimpleNamespace(store_path=lambda: None), []), settings_path=lambda: None),
-        "chunkwise.app.window": types.SimpleNamespace(ComposeWindow=Window),
-        "chunkwise.app.worker": types.SimpleNamespace(finish_worker_threads=lambda: None),
-    }
-    for name, module in fakes.items():
-        monkeypatch.setitem(sys.modules, name, module)
-    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
-    monkeypatch.setattr(qapp, "exec", lambda: 0)
+    stub_run_app(monkeypatch, qapp, Window)
     style, icon = qapp.styleSheet(), qapp.windowIcon()
 
     def answer(button: str) -> None:
