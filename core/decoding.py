@@ -34,9 +34,9 @@ from .healing import vocabulary
 from .encoding import Encoder, local_mean, local_rows, local_tail
 from .llama_runtime import LlamaRuntime, Outputs
 from .knn import NEAR, KnnLM
-from .matching import REPEATABLE_KINDS, ChunkMatcher, Proposal, Settle
+from .matching import REPEATABLE_KINDS, ChunkMatcher, Proposal
 from .sampling import Sampler, StopMatcher, Utf8Stream
-from . import field_evidence, whose
+from . import whose
 from .text import ARTICLES, DETERMINERS, at_clause_start, ends_sentence, inside_word, is_sentence, last_determiner, opens_paragraph
 
 LEAD_IN_WORDS = 0         # words the model may write before one of the user's values: none (but see LEAD_WORDS). After words the model
@@ -446,7 +446,6 @@ class Decoder:
             return rest
         # With drafting, weaker matches are worth scoring too: they become drafts.
         greedy = not self.s.sample_acceptance and self.drafter is None
-        plain = state.logits                  # the model's own, before the kNN-LM's mixture (field_evidence reads it)
         if self.knn is not None and not state.mixed:
             # With the kNN-LM on, its mixture is the teacher the mined chunks came from: a mined
             # chunk must start with the token it would choose (bench/keystrokes.py: without this,
@@ -460,8 +459,7 @@ class Decoder:
         ask = dict(exclude=self._used_chunks | self.s.leave_out, greedy=greedy, like=self.s.instead_of,
                    last_token=self.rt.tokens[-1] if self.rt.tokens else None,
                    model_choice=choice, gate_mined=state.mixed,
-                   word_start=not inside_word(self._text, self.rt.piece(choice)), own=self.own_chunks_fit(),
-                   settle=self.settler(state, plain))
+                   word_start=not inside_word(self._text, self.rt.piece(choice)), own=self.own_chunks_fit())
         proposal = self.matcher.propose(state.hidden, state.local, self._text, **ask)
         proposed = proposal is not None          # anything, even if the gates below turn it away
         # Where the model would break the line ("Kind regards," then the name), the chunk starts a line.
@@ -484,18 +482,6 @@ class Decoder:
         if not proposed and self.lead_word_ahead(state.logits):
             self._lead_word = (None, self.top_word(state.logits))     # any of the user's values may follow it
         return proposal
-
-    def settler(self, state: _State, plain: np.ndarray) -> Settle:
-        """Where two of the user's fields read alike at this step, which one the model's own readings both
-        expect (core/field_evidence.py: the value after the text against after a line break, and the
-        field's name after "(my"); asked by the matcher only then.  *plain* (V,): this step's logits
-        before the kNN-LM's mixture; the readings decode, so both are copied first (either may be a
-        view into llama.cpp's output buffer)."""
-        def settle(values: Sequence[str], fields: Sequence[str]) -> int | None:
-            last = np.array(plain, copy=True)
-            state.logits = np.array(state.logits, copy=True)
-            return field_evidence.settle(self.rt, last, values, fields)
-        return settle
 
     def lead_word_ahead(self, logits: np.ndarray) -> bool:
         """At the cursor, where nothing at all was proposed (no value of the user's, no mined phrase), and

@@ -82,11 +82,7 @@ OWN_OVER_OTHERS = 2.5
 # email belongs is worse than nothing (issue 10): the best must read this many times the best of another
 # field at the default threshold, 1 (no rule) at 0 (rival_ratio).  Chosen on the dev splits of
 # bench/personal.py and bench/cli_profile.py (bench/slot_reading.py --rival); docs/benchmarks.md.
-# Where the model's own readings both name one of the two, it goes in (ChunkMatcher.settled).
 RIVAL_OVER = 2.0
-# settle(values, fields) -> the index of the one of two rival values the model expects, or None
-# (the decoder's, core/field_evidence.py: it needs the runtime, which the matcher does not own).
-Settle = Callable[[Sequence[str], Sequence[str]], "int | None"]
 VALUE_BEGUN_CHARS = 4     # characters of a value typed (spaces aside) before its rest is offered
 # What a value's start has and a word does not: a digit, "@", "+", "/", "#", "_", or a dot inside a word
 # ("mara.lind").  Not a comma, a dash or a full stop after a word: "Thanks," begins a snippet and a sentence alike.
@@ -475,8 +471,7 @@ class ChunkMatcher(MatchingState):
     def propose(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
                 exclude: Iterable[int] = (), greedy: bool = True, last_token: int | None = None,
                 model_choice: int | None = None, gate_mined: bool = False, typed: bool = True,
-                word_start: bool = True, own: bool = True, like: Iterable[int] = (),
-                settle: "Settle | None" = None) -> Proposal | None:
+                word_start: bool = True, own: bool = True, like: Iterable[int] = ()) -> Proposal | None:
         """The chunk to offer at this step with its acceptance probability, or None.
 
         *greedy*: the caller accepts only when q >= 0.5, so weaker matches are
@@ -489,7 +484,6 @@ class ChunkMatcher(MatchingState):
         own chunks (values, snippets) can go here (Decoder.own_chunks_fit), the same search as mid-word.
         *like*: only a chunk of these chunks' field, by the typed route (a learned context of one, or
         :meth:`typed_proposal`), nothing else (the detail alternative in place of a value shown).
-        *settle*: the model's readings where two of the user's fields read alike (:meth:`settled`).
         """
         if not word_start or not own:
             if last_token is not None and last_token not in self._mined_entries:
@@ -502,12 +496,10 @@ class ChunkMatcher(MatchingState):
             learned = self.learned_proposal(text, exclude)
             if learned is not None and self.typed_field(learned.chunk_id) in self.fields_of(like):
                 return learned
-            return self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened, like=like,
-                                       settle=settle)
+            return self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened, like=like)
         if typed:
             typed_here = (self.learned_proposal(text, exclude)
-                          or self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened,
-                                                 settle=settle))
+                          or self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened))
             if typed_here is not None:
                 return typed_here
         floor = self.calibration.raw_cutoff(self.threshold) if greedy else max(self.eta, self.calibration.background)
@@ -581,10 +573,9 @@ class ChunkMatcher(MatchingState):
 
     def typed_proposal(self, hidden: np.ndarray, hidden_local: np.ndarray, text: str,
                        exclude: Iterable[int] = (), whitened: "Once | None" = None,
-                       like: Iterable[int] = (), settle: "Settle | None" = None) -> Proposal | None:
+                       like: Iterable[int] = ()) -> Proposal | None:
         """The typed chunk (phone, email, address...) whose field the slot classifier expects here, if sure
-        enough; None also where another field of the user's reads nearly as well (:meth:`rival_near`),
-        unless *settle* (the model's readings, :meth:`settled`) says which of the two.
+        enough; None also where another field of the user's reads nearly as well (:meth:`rival_near`).
         *like*: only a chunk of the field of these (another value in place of one shown: the detail
         alternative, GenerationRequest.readier)."""
         agreement, others = self.type_readings(hidden, hidden_local, text, whitened)
@@ -604,11 +595,7 @@ class ChunkMatcher(MatchingState):
             if score < self.cut_for(chunk_id, text):
                 continue
             if self.rival_near(chunk_id, score, open_):
-                # Two of the user's fields read alike: the model's own readings may settle which
-                # (core/field_evidence.py); else neither goes in (nor a weaker one).
-                chunk_id = self.settled(chunk_id, score, open_, settle)
-                if chunk_id is None:
-                    return None
+                return None               # two of the user's fields read alike: neither (nor a weaker one)
             # Two values of this field (a work and a personal email), each sure enough for its own cut:
             # which one.  The field was decided above, by its best reading (the rival rule included).
             chunk_id = self.which_here(chunk_id, {k: v for k, v in open_.items() if v >= self.cut_for(k, text)}, text)
@@ -671,26 +658,6 @@ class ChunkMatcher(MatchingState):
         asked for here."""
         ratio = rival_ratio(self.threshold)
         return ratio > 1.0 and score < ratio * self.rival_of(chunk_id, agreement)
-
-    def settled(self, chunk_id: int, score: float, agreement: dict[int, float], settle: "Settle | None") -> int | None:
-        """Where *chunk_id* (reading *score*) has one rival field in *agreement* (:meth:`rival_near`), the
-        one of the two values *settle* picks (``settle(values, fields)`` -> index or None: the model's
-        readings, core/field_evidence.py), or None: no settle given, the model's readings disagree, or
-        more than one other field reads that near (three-way ties stay out)."""
-        if settle is None:
-            return None
-        field, ratio = self.typed_field(chunk_id), rival_ratio(self.threshold)
-        near = {}                              # the best reading of each other field that is a rival
-        for k, a in agreement.items():
-            f = self.typed_field(k)
-            if f != field and score < ratio * a and a > near.get(f, (None, 0.0))[1]:
-                near[f] = (k, a)
-        if len(near) != 1:
-            return None
-        rival = next(iter(near.values()))[0]
-        pair = (chunk_id, rival)
-        chosen = settle([self._chunks[k]["text"] for k in pair], [field, self.typed_field(rival)])
-        return None if chosen is None else pair[chosen]
 
     def rival_of(self, chunk_id: int, agreement: dict[int, float]) -> float:
         """The best reading in *agreement* (chunk id -> reading) of a typed chunk of another field than *chunk_id*'s."""

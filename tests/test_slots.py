@@ -4,7 +4,7 @@ import pytest
 
 from chunkwise.core import whose
 from chunkwise.core import ChunkStore, Engine, GenerationRequest
-from chunkwise.core import field_evidence, matching, slots
+from chunkwise.core import matching, slots
 from chunkwise.core.encoding import ModelStats
 from chunkwise.core.settings import Settings
 from tests.conftest import paper_profile
@@ -105,70 +105,22 @@ def test_a_place_that_reads_as_much_someone_elses_gets_no_user_value(profile_eng
     assert addresses("Hello,\n\nMy home address is") == [ids["address"]]
 
 
-def test_two_of_the_users_fields_read_alike_get_neither_where_the_model_does_not_settle_them(profile_engine, monkeypatch):
+@pytest.mark.parametrize("prompt", ["While I'm travelling, contact me at", "Best to message me at"])
+def test_two_of_the_users_fields_read_alike_get_neither(profile_engine, monkeypatch, prompt):
     """Where the classifier reads two of the user's fields nearly alike (email 0.56 and phone 0.41
-    after "While I'm travelling, contact me at"), it cannot tell which one the user means, and the
-    nearer winner went in: an email where the phone may belong.  Now neither goes in
-    (matching.RIVAL_OVER) unless the model's own readings both name one (field_evidence); here they
-    disagree (the email's value reading is higher, the name " phone" likelier after "(my").  The
-    control switches the rule off and the best reading's value comes, so only the rule keeps it out; a
-    clear reading ("For the next two weeks you can contact me at": email 0.83, the next field 0.08)
-    still brings its value with the rule on.  (These phrasings are in no training corpus or bench set.)"""
+    after "While I'm travelling, contact me at"; email 0.52 and phone 0.33 after "Best to message
+    me at"), it cannot tell which one the user means, and the nearer winner went in: an email where
+    the phone may belong.  Now neither goes in (matching.RIVAL_OVER).  The control switches the rule
+    off and the best reading's value comes, so only the rule keeps it out; a clear reading ("For the
+    next two weeks you can contact me at": email 0.83, the next field 0.08) still brings its value
+    with the rule on.  (These phrasings are in no training corpus or bench set.)"""
     engine, ids = profile_engine
-    prompt = "While I'm travelling, contact me at"
     values = lambda text: [s.chunk_id for s in engine.generate(
         GenerationRequest(text, max_tokens=12, stop=["\n\n"]), record_use=False).spans]
     assert values(prompt) == []
     assert values("For the next two weeks you can contact me at") == [ids["email"]]
     monkeypatch.setattr(matching, "RIVAL_OVER", 1.0)
     assert values(prompt)[:1] == [ids["email"]]
-
-
-def test_where_two_fields_read_alike_the_one_both_model_readings_name_comes(profile_engine, monkeypatch):
-    """"Paper mail reaches me at" reads email 0.46 and address 0.37: rivals, so before neither came.
-    The model's own readings both name the address: the address is likelier after the text than
-    after a bare line break by more than the email is, and " address" is likelier than " email" after
-    "(my" (core/field_evidence.py).  So the address comes, the field the classifier read second.
-    Bug caught: without the model's say (settle returning None, as before), nothing comes; with only
-    the classifier's order, the email would.  (A phrasing in no training corpus or bench set.)"""
-    engine, ids = profile_engine
-    request = GenerationRequest("Paper mail reaches me at", max_tokens=12, stop=["\n\n"])
-    values = lambda: [s.chunk_id for s in engine.generate(request, record_use=False).spans]
-    assert values() == [ids["address"]]
-    monkeypatch.setattr(field_evidence, "settle", lambda *a, **k: None)
-    assert values() == []
-
-
-def test_reading_the_rival_values_leaves_the_cache_and_the_suggestion_as_they_were(profile_engine, monkeypatch):
-    """The readings decode the values and the "(my" probe after the draft; the runtime must give the
-    cache back as it was, and where they settle nothing the suggestion must be the one a settle that
-    decodes nothing gives.  Bug caught: a reading left its tokens in the cache, so the suggestion went
-    on after "(my phone" instead of the draft."""
-    engine, ids = profile_engine
-    rt = engine.runtime
-    text = "Paper mail reaches me at"
-    rt.reset()
-    tokens = rt.tokenize(text, add_special=True)
-    last = rt.sync(tokens, last=1, hidden=False).logits[-1].copy()
-    values = [engine.matcher.chunk_info(ids[f])["text"] for f in ("email", "address")]
-    assert field_evidence.settle(rt, last, values, ["email", "address"]) == 1
-    assert rt.tokens == tuple(tokens)
-    paris = rt.tokenize(" Paris", add_special=False)[:1]
-    after = rt.peek(paris)
-    rt.reset()
-    fresh = rt.sync(tokens + paris, last=1, hidden=False).logits[-1]
-    np.testing.assert_allclose(after, field_evidence.log_softmax(fresh), atol=1e-4)
-
-    request = GenerationRequest("While I'm travelling, contact me at", max_tokens=12, stop=["\n\n"])
-    asked = []
-    real = field_evidence.settle
-    monkeypatch.setattr(field_evidence, "settle", lambda *a: asked.append(1) or real(*a))
-    rt.reset()
-    with_readings = engine.generate(request, record_use=False)
-    assert asked and with_readings.spans == []          # the readings were asked, and settled nothing
-    monkeypatch.setattr(field_evidence, "settle", lambda *a: None)
-    rt.reset()
-    assert engine.generate(request, record_use=False).text == with_readings.text
 
 
 def test_a_value_left_out_is_no_rival(profile_engine):
