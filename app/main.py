@@ -71,6 +71,8 @@ def run_app(argv: list[str] | None = None) -> int:
     folder = data_dir()
     lock = editor_lock.hold_editor_lock(folder)          # held until the window has closed
     if lock is None:
+        if editor_lock.ask_to_raise(folder):
+            return 0                                     # the open editor came to the front
         if not editor_lock.ask_open_anyway():
             return 0
         lock = editor_lock.take_over(folder)
@@ -83,9 +85,12 @@ def run_app(argv: list[str] | None = None) -> int:
     window = ComposeWindow(settings, settings_path())
     window_ref.append(window)
     window.show()
+    second_starts = editor_lock.listen_for_second_starts(folder, window)   # a second start raises this window
     if notes:
         QMessageBox.information(window, "Chunkwise settings", "\n".join(notes))
     code = app.exec()
+    if second_starts is not None:
+        second_starts.close()            # before the lock: a start from now on opens its own editor
     window.shutdown()
     lock.unlock()                        # the emails in progress are saved: another editor may start
     finish_worker_threads()              # a step that outlasted the window's second: let it end, never abort
