@@ -144,10 +144,12 @@ def test_a_second_start_brings_the_open_editor_to_the_front_and_opens_nothing(st
     box to read and close, where desktop applications bring their open window to the front; or a
     second editor on the same emails."""
     windows, shown, answer = started
+    open_editor.showMinimized()
+    assert open_editor.isMinimized()
     answer("Close")                                 # were a box to come up (it must not)
     assert main.run_app([]) == 0
     assert windows == [] and shown == []            # no second editor, no message
-    assert open_editor.raised == 1
+    assert open_editor.raised == 1 and not open_editor.isMinimized()
     assert open_editor.statusBar().currentMessage() == instance.STARTED_AGAIN
 
 
