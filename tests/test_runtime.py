@@ -178,6 +178,32 @@ def test_a_prompt_the_cache_holds_whole_is_answered_from_the_logits_read_then(ru
     runtime.reset()
 
 
+def test_the_logits_memo_serves_no_cache_with_holes_and_no_other_context(runtime):
+    """Two ways the logits memo could serve a row the prompt does not have.  Anchor reduction removed
+    positions from the cache (holes): a request that asks for no reduction must see every token, so the
+    cache is rebuilt from the first hole, not answered from the logits read before the holes were made.
+    And the side context (library contexts) keeps its own memo: a row it read at a position must not
+    answer the main context's prompt there.  Bugs caught: a cache left with holes under a plain request;
+    the main context served the side's logits for another text of the same length."""
+    text = runtime.tokenize("Dear Anna, thank you for the lovely dinner on Saturday. We had a wonderful time.")
+    runtime.reset()
+    runtime.sync(text, hidden=False)
+    assert runtime.drop(range(5, 9)) == 4
+    before = runtime.evaluated_tokens
+    runtime.sync(text, hidden=False)
+    assert runtime.dropped == frozenset() and runtime.evaluated_tokens == before + len(text) - 5
+
+    other = runtime.tokenize("Hello Tom, thanks for the quick reply about the invoice and the plan for Monday.")
+    other = (other + other)[:len(text)]
+    assert len(other) == len(text) and other[-1] != text[-1]
+    runtime.reset()
+    mine = runtime.sync(text, hidden=False).logits[-1].copy()
+    runtime.aside().sync(other, hidden=False)                         # the same position, another text
+    served = runtime.sync(text, hidden=False)
+    np.testing.assert_array_equal(served.logits[-1], mine)
+    runtime.reset()
+
+
 def test_numpy_leaves_the_cores_to_llama_cpp(runtime):
     """OpenBLAS threads spinning after a small product took the cores a decode needed (one-token
     decodes p90 61 ms against 13 with one BLAS thread, bench/first_token.py).  Bug caught: loading a
