@@ -19,6 +19,7 @@ True
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from PySide6.QtCore import QEventLoop, QLockFile, QTimer
@@ -79,28 +80,54 @@ def take_over(folder: Path) -> QLockFile:
 
 # A second start and the open editor: the second sends RAISE, the open one brings its window to the front
 # and answers DONE.  A second start that hears nothing within ANSWER_MS (an editor still starting, or
-# one whose window is busy) falls back to the message above.
+# one whose window is busy; the editor's GUI thread never waits on the model, so this is rare) falls
+# back to the message above.
 RAISE, DONE = b"raise\n", b"done\n"
 ANSWER_MS = 2000
 STARTED_AGAIN = "Chunkwise was started again: this is the window that is open."
 
 
-def server_name(folder: Path) -> str:
-    """The name the open editor listens on: one per data folder (a user's own, so one per user too).
-    A name, not a path: Qt puts the socket in the temporary folder, whose paths stay short enough for
-    a Unix socket where a data folder's may not."""
+SOCKET_NAME = "editor.sock"   # in the data folder, where no runtime folder will do (the folder names it already)
+SOCKET_PATH_MAX = 104      # bytes: a Unix socket's path must fit its address (108 on Linux, with its NUL)
+
+
+def _private(folder: Path) -> bool:
+    """Whether *folder* is a folder of this user's that nobody else may enter (mode 0700 or stricter)."""
+    try:
+        info = folder.stat()
+    except OSError:
+        return False
+    return folder.is_dir() and info.st_uid == os.getuid() and info.st_mode & 0o077 == 0
+
+
+def server_name(folder: Path) -> str | None:
+    """Where the editor open on *folder* listens: a socket named for that folder, in a folder only this
+    user can enter -- the session's runtime folder ($XDG_RUNTIME_DIR) or else the data folder itself
+    (hold_editor_lock makes it 0700).  Not the shared temporary folder, where another user could take
+    the name first and answer a second start in the editor's place.  None where neither will do (a
+    path too long for a socket, a data folder others may enter): second starts then get the message."""
     digest = hashlib.sha256(str(folder.resolve()).encode("utf-8")).hexdigest()[:16]
-    return f"chunkwise-editor-{digest}"
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    for base, name in ((runtime, f"chunkwise-editor-{digest}"), (str(folder), SOCKET_NAME)):
+        if base and _private(Path(base)):
+            path = str(Path(base) / name)
+            if len(path.encode("utf-8")) <= SOCKET_PATH_MAX:
+                return path
+    return None
 
 
 def listen_for_second_starts(folder: Path, window) -> QLocalServer | None:
     """Listen for second starts on *folder* (the caller holds its lock) and bring *window* to the front
-    for each; keep the server as long as the window is open.  None where the socket cannot be made:
-    second starts then say Chunkwise is already open, as before."""
+    for each; keep the server as long as the window is open.  None where there is no private place for
+    the socket, or another editor already answers there: second starts then get the message."""
+    name = server_name(folder)
+    if name is None or _answers(name):
+        # Qt's listen replaces whatever file is at the path, a live editor's socket too: an editor opened
+        # anyway (take_over) must not take the name from one that still answers.
+        return None
     server = QLocalServer()
     server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)     # this user's starts only
-    # A socket file left by an editor that crashed is replaced: Qt removes one that nobody listens on.
-    if not server.listen(server_name(folder)):
+    if not server.listen(name):              # (a socket file an editor that crashed left there is replaced)
         return None
 
     def answer(socket: QLocalSocket) -> None:
@@ -122,6 +149,15 @@ def listen_for_second_starts(folder: Path, window) -> QLocalServer | None:
     return server
 
 
+def _answers(name: str) -> bool:
+    """Whether an editor listens at *name* now (a local connection is made or refused at once)."""
+    probe = QLocalSocket()
+    probe.connectToServer(name)
+    live = probe.waitForConnected(200)
+    probe.abort()
+    return live
+
+
 def bring_to_front(window) -> None:
     """Show *window* over the others, restored if it was minimised, and say why in its status bar."""
     if window.isMinimized():
@@ -137,6 +173,9 @@ def ask_to_raise(folder: Path) -> bool:
     """A second start: ask the editor open on *folder* to come to the front.  True where it answered
     that it did; False where none listens or none answered in time.  Waits in an event loop, not a
     blocking call, so that an editor in this very process (the tests) can answer."""
+    name = server_name(folder)
+    if name is None:
+        return False
     socket = QLocalSocket()
     loop = QEventLoop()
     answered: list[bytes] = []
@@ -151,7 +190,7 @@ def ask_to_raise(folder: Path) -> bool:
     socket.errorOccurred.connect(lambda _error: loop.quit())
     socket.disconnected.connect(loop.quit)
     QTimer.singleShot(ANSWER_MS, loop.quit)
-    socket.connectToServer(server_name(folder))
+    socket.connectToServer(name)
     if socket.state() != QLocalSocket.LocalSocketState.UnconnectedState:
         loop.exec()
     if socket.bytesAvailable():

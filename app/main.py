@@ -90,7 +90,7 @@ def run_app(argv: list[str] | None = None) -> int:
         QMessageBox.information(window, "Chunkwise settings", "\n".join(notes))
     code = app.exec()
     if second_starts is not None:
-        second_starts.close()            # before the lock: a start from now on opens its own editor
+        second_starts.close()            # a start from now on gets the message until the lock is let go
     window.shutdown()
     lock.unlock()                        # the emails in progress are saved: another editor may start
     finish_worker_threads()              # a step that outlasted the window's second: let it end, never abort

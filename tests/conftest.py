@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,10 +26,16 @@ def _private_paths(tmp_path, monkeypatch):
     monkeypatch.setenv("CHUNKWISE_CONFIG", str(tmp_path / "user-config" / "settings.json"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    # The session's runtime folder (the editor's socket for second starts, app/instance.py): a private
+    # one of the test's, short enough for a socket's path, which tmp_path may not be.
+    runtime_dir = tempfile.mkdtemp(prefix="cw-run-")                    # mode 0700
+    monkeypatch.setenv("XDG_RUNTIME_DIR", runtime_dir)
     monkeypatch.delenv("CHUNKWISE_MODEL", raising=False)
     # No keychain on a test machine: file stores take their key from this passphrase
     # (tests/test_crypto.py covers the keychain path with an in-memory keyring).
     monkeypatch.setenv("CHUNKWISE_PASSPHRASE", "correct horse battery staple")
+    yield
+    shutil.rmtree(runtime_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

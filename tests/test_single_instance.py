@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("pytestqt")
-from PySide6.QtCore import QDir, QLockFile, QTimer  # noqa: E402
+from PySide6.QtCore import QLockFile, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication, QMainWindow, QMessageBox  # noqa: E402
 
 from chunkwise.app import instance, main  # noqa: E402
@@ -21,14 +21,24 @@ def started(qapp, monkeypatch):
     """run_app with the window, the passphrase prompt and the event loop left out: returns the windows it
     made and a function that answers the next message box as a user would (its texts are recorded).
     The data folder is the test's own (conftest's XDG_DATA_HOME)."""
-    windows, shown = [], []
+    windows, shown, done = [], [], []
 
     class Window:
         def __init__(self, *_args):
             windows.append(self)
+            self.raised = 0
 
         def show(self):
             pass
+
+        def isMinimized(self):
+            return False
+
+        def raise_(self):
+            pass
+
+        def activateWindow(self):
+            self.raised += 1
 
         def shutdown(self):
             pass
@@ -39,6 +49,8 @@ def started(qapp, monkeypatch):
     def answer(button: str) -> None:
         """Click *button* on the next message box once it is up (a box nobody expected is closed too)."""
         def click():
+            if done:
+                return                              # the test is over: no clicking on later tests' boxes
             box = QApplication.activeModalWidget()
             if not isinstance(box, QMessageBox):
                 QTimer.singleShot(50, click)
@@ -49,12 +61,13 @@ def started(qapp, monkeypatch):
         QTimer.singleShot(0, click)
 
     yield windows, shown, answer
+    done.append(True)
     qapp.setStyleSheet(style)
     qapp.setWindowIcon(icon)
 
 
 def held_by_another_editor() -> QLockFile:
-    data_dir().mkdir(parents=True, exist_ok=True)
+    data_dir().mkdir(parents=True, exist_ok=True, mode=0o700)       # as hold_editor_lock makes it
     other = QLockFile(str(data_dir() / instance.LOCK_NAME))
     assert other.tryLock(0)
     return other
@@ -171,13 +184,13 @@ def test_a_second_process_brings_the_open_editor_to_the_front(qtbot, open_editor
 
 
 def test_a_socket_left_by_an_editor_that_died_is_taken_over(qtbot, qapp):
-    """An editor killed or crashed leaves its socket file behind in the temporary folder.  Qt replaces a
-    socket file nobody listens on (listen_for_second_starts relies on it rather than removing the file
-    itself); this checks it does so for the name and options the editor uses.  Bug it would catch: the
-    next editor could not listen, so every second start after a crash fell back to the message box."""
+    """An editor killed or crashed leaves its socket file behind.  Qt's listen replaces the file at the
+    path (listen_for_second_starts relies on it once no editor answers there); this checks it does so
+    for the path and options the editor uses.  Bug it would catch: the next editor could not listen, so
+    every second start after a crash fell back to the message box."""
     folder = data_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = Path(QDir.tempPath()) / instance.server_name(folder)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = Path(instance.server_name(folder))
     left = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     left.bind(str(path))                             # bound, then closed without removing the file: a dead editor's
     left.close()
@@ -193,3 +206,50 @@ def test_a_socket_left_by_an_editor_that_died_is_taken_over(qtbot, qapp):
             server.close()
         window.close()
 
+
+
+def test_the_editor_run_app_opens_listens_while_open_and_stops_when_closed(started, monkeypatch, qapp):
+    """run_app as the first editor: while its window is open (the event loop, here a stand-in that
+    makes a second start), a second start brings that window to the front; once the window has closed,
+    nobody answers.  Bug caught: run_app not listening (every second start got the message), or still
+    answering after its window closed."""
+    windows, _shown, _answer = started
+    during = []
+    monkeypatch.setattr(qapp, "exec", lambda: during.append(instance.ask_to_raise(data_dir())) or 0)
+    assert main.run_app([]) == 0
+    assert during == [True] and len(windows) == 1 and windows[0].raised == 1
+    assert not instance.ask_to_raise(data_dir())
+
+
+def test_the_socket_is_in_a_folder_no_other_user_can_enter(qapp, monkeypatch):
+    """The socket a second start talks to must not be one another user can make first: in the shared
+    temporary folder, another user could take the name and answer "done" for the editor, so the second
+    start ended with nothing brought to the front.  Bug caught: the socket in a folder others may enter."""
+    folder = data_dir()
+    folder.mkdir(parents=True, mode=0o700)
+    runtime = Path(os.environ["XDG_RUNTIME_DIR"])                   # conftest's: private, and short
+    for place, expected in ((str(runtime), runtime), (None, folder)):
+        if place is None:
+            monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+        else:
+            monkeypatch.setenv("XDG_RUNTIME_DIR", place)
+        server = instance.listen_for_second_starts(folder, OpenWindow())
+        try:
+            path = Path(server.fullServerName())
+            assert path.parent == expected and path.exists()
+            assert path.parent.stat().st_mode & 0o077 == 0
+        finally:
+            server.close()
+    folder.chmod(0o755)                                      # a data folder others may enter: no socket at all
+    assert instance.server_name(folder) is None and instance.listen_for_second_starts(folder, OpenWindow()) is None
+    folder.chmod(0o700)
+
+
+def test_an_editor_opened_anyway_does_not_take_the_open_ones_socket(open_editor):
+    """Open anyway (a busy editor did not answer in time) gives a second editor; Qt's listen would take
+    the socket's path from the first, and the first, closing, would delete the second's.  Bug caught:
+    second starts then raised the newer window, or none.  The second does not listen; the first still answers."""
+    other = OpenWindow()
+    assert instance.listen_for_second_starts(data_dir(), other) is None
+    assert instance.ask_to_raise(data_dir())
+    assert open_editor.raised == 1 and other.raised == 0
