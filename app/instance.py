@@ -105,8 +105,11 @@ def server_name(folder: Path) -> str | None:
     user can enter -- the session's runtime folder ($XDG_RUNTIME_DIR) or else the data folder itself
     (hold_editor_lock makes it 0700).  Not the shared temporary folder, where another user could take
     the name first and answer a second start in the editor's place.  None where neither will do (a
-    path too long for a socket, a data folder others may enter): second starts then get the message."""
+    path too long for a socket, a data folder others may enter): second starts then get the message.
+    Where local sockets are not files (Windows: named pipes), a name."""
     digest = hashlib.sha256(str(folder.resolve()).encode("utf-8")).hexdigest()[:16]
+    if os.name != "posix":
+        return f"chunkwise-editor-{digest}"    # a named pipe, not a file (Windows): UserAccessOption guards it
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     for base, name in ((runtime, f"chunkwise-editor-{digest}"), (str(folder), SOCKET_NAME)):
         if base and _private(Path(base)):
