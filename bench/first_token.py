@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
 
-from bench.common import OUT, machine, save_plot, table  # noqa: E402
+from bench.common import OUT, machine, save_plot, table, time_each_call  # noqa: E402
 from bench.keystrokes import Tally, emails, learned_engine, type_email  # noqa: E402
 from chunkwise.core import healing, llama_runtime  # noqa: E402
 from chunkwise.core.llama_runtime import LlamaRuntime  # noqa: E402
@@ -66,16 +66,11 @@ class DecodeClock:
     def __init__(self, rt) -> None:
         self.variant = "learning"                   # the decodes of Learn from my writing, not counted
         self.seconds: dict[str, list[float]] = {v: [] for v in (*VARIANTS, self.variant)}
-        real = rt._decode
+        time_each_call(rt, "_decode", self.record)
 
-        def timed(tokens, *args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return real(tokens, *args, **kwargs)
-            finally:
-                if len(tokens) == 1:
-                    self.seconds[self.variant].append(time.perf_counter() - start)
-        rt._decode = timed
+    def record(self, seconds: float, tokens) -> None:
+        if len(tokens) == 1:
+            self.seconds[self.variant].append(seconds)
 
 
 def main() -> None:

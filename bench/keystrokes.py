@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from bench.common import OUT, machine, save_plot, table  # noqa: E402
+from bench.common import OUT, machine, save_plot, table, time_each_call  # noqa: E402
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
 from chunkwise.core.feedback import PassedOver  # noqa: E402
 from chunkwise.core.settings import Settings  # noqa: E402
@@ -135,15 +135,7 @@ class EvalClock:
     def __init__(self, rt) -> None:
         self.calls: list[tuple[float, int]] = []                  # (seconds, tokens) of each eval
         self.chunks: list[list] = []          # [shown after the request (s), evals before it, evals at the end]
-        real = rt.eval
-
-        def timed(tokens, *args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return real(tokens, *args, **kwargs)
-            finally:
-                self.calls.append((time.perf_counter() - start, len(tokens)))
-        rt.eval = timed
+        time_each_call(rt, "eval", lambda seconds, tokens: self.calls.append((seconds, len(tokens))))
 
     def shown(self, after: float) -> None:
         self.chunks.append([after, len(self.calls), None])
