@@ -17,11 +17,17 @@ field), 45 hard negatives, 30 neutral openings.
     python bench/cli_profile.py              # the frozen set; -v prints each case and its continuation
     python bench/cli_profile.py --cases dev  # the set to tune on
     python bench/cli_profile.py --cases dev --readings   # what the gates read at each case, no generation
+    python bench/cli_profile.py --cases fresh  # a third set, written after everything above was tuned
+
+``--cases fresh`` also reports the cases whose last line is near no text the product was trained or
+tuned on (:func:`near_seen`): a set's easy openings ("Best regards,") are often in the slot
+classifier's own corpus, and the hidden sets that judge issue 10 need not share them.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -34,7 +40,9 @@ from chunkwise.core.cli import build_parser, generation_request  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = {"frozen": ROOT / "bench" / "data" / "paper" / "cases.json",
-         "dev": ROOT / "bench" / "data" / "paper" / "dev_cases.json"}
+         "dev": ROOT / "bench" / "data" / "paper" / "dev_cases.json",
+         # A third set (2026-11-27), by a helper that read no file of the project; frozen and run once.
+         "fresh": ROOT / "bench" / "data" / "paper" / "fresh_cases.json"}
 PROFILE = ROOT / "tests" / "data" / "pii_profile_paper.json"
 FIELDS = ("name", "phone", "email", "address", "website", "github")
 
@@ -60,6 +68,50 @@ def evaluate(verbose: bool = False, which: str = "frozen") -> list[dict]:
         engine.store.close()
         engine.runtime.close()
     return verdicts
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.rstrip().split("\n")[-1].lower())
+
+
+def seen_lines(leave_out: Path) -> list[tuple[tuple[str, ...], set[str]]]:
+    """The last lines of every string the product was trained or tuned on: the slot classifier's corpus
+    (core/data/slot_training*.json) and every bench/data set but *leave_out* (and bench/data/tried)."""
+    def strings(o):
+        if isinstance(o, str):
+            yield o
+        elif isinstance(o, dict):
+            for v in o.values():
+                yield from strings(v)
+        elif isinstance(o, list):
+            for v in o:
+                yield from strings(v)
+    files = [*sorted((ROOT / "core" / "data").glob("slot_training*.json")),
+             *(f for f in sorted((ROOT / "bench" / "data").rglob("*.json")) if "tried" not in f.parts and f != leave_out)]
+    lines = set()
+    for f in files:
+        lines |= {tuple(_words(t)) for t in strings(json.loads(f.read_text(encoding="utf-8"))) if len(t) >= 6}
+    return [(w, set(w)) for w in lines if w]
+
+
+def near_seen(text: str, seen: list[tuple[tuple[str, ...], set[str]]]) -> bool:
+    """Whether *text*'s last line is near one of *seen* (bench/data/tried/near_cases.py's rule: the same
+    words, the same last four words, one inside the other at four words or more, or half their words shared).
+
+    >>> seen = [(("my", "phone", "number", "is"), {"my", "phone", "number", "is"})]
+    >>> near_seen("Hi,\n\nMy phone number is", seen), near_seen("Ring me on", seen)
+    (True, False)
+    """
+    w = tuple(_words(text))
+    sw = set(w)
+    if not w:
+        return False
+    for cw, cs in seen:
+        if (w == cw or len(w) >= 4 and len(cw) >= 4 and w[-4:] == cw[-4:]
+                or len(sw) >= 3 and len(cs) >= 3 and len(sw & cs) / len(sw | cs) >= 0.5
+                or min(len(w), len(cw)) >= 4 and (" ".join(w) in " ".join(cw) or " ".join(cw) in " ".join(w))):
+            return True
+    return False
 
 
 def readings(which: str) -> None:
@@ -110,6 +162,13 @@ def main() -> None:
     print(f"The paper's profile (four contexts a field), `chunkwise generate TEXT --max-tokens 24` for each case "
           f"of the {args.cases} set\n")
     print(report(f"paper profile, CLI, {args.cases}", summarise(verdicts)))
+    if args.cases == "fresh":
+        seen = seen_lines(CASES["fresh"])
+        cases = {c["id"]: c for c in json.loads(CASES["fresh"].read_text(encoding="utf-8"))["cases"]}
+        unseen = [v for v in verdicts if not near_seen(cases[v["id"]]["text"], seen)]
+        print(f"{len(verdicts) - len(unseen)} of {len(verdicts)} cases end in a line near one the product was "
+              f"trained or tuned on; the other {len(unseen)}:\n")
+        print(report("paper profile, CLI, fresh, near nothing seen", summarise(unseen)))
 
 
 if __name__ == "__main__":
