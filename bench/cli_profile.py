@@ -99,7 +99,7 @@ def near_seen(text: str, seen: list[tuple[tuple[str, ...], set[str]]]) -> bool:
     words, the same last four words, one inside the other at four words or more, or half their words shared).
 
     >>> seen = [(("my", "phone", "number", "is"), {"my", "phone", "number", "is"})]
-    >>> near_seen("Hi,\n\nMy phone number is", seen), near_seen("Ring me on", seen)
+    >>> near_seen("Hi,\\n\\nMy phone number is", seen), near_seen("Ring me on", seen)
     (True, False)
     """
     w = tuple(_words(text))

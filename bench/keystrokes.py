@@ -60,7 +60,11 @@ from chunkwise.core.settings import Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PERSONAS = ROOT / "bench" / "data" / "personas"
-UNIT = re.compile(r"\s*\S+")            # one word with the space before it: what Ctrl+Right takes
+UNIT = re.compile(r"\s*\S+")
+# Whose emails are typed (--personas): the two personas every figure before rhea was measured on.
+# rhea (a letting agent who writes a few kinds of email again and again, the kind of writer issue 10's
+# own persona was) is typed only when named: ``--personas rhea``.
+PERSONA_NAMES = ("mara", "teo")            # one word with the space before it: what Ctrl+Right takes
 
 
 def body_prompt(before: str) -> tuple[str, bool]:
@@ -322,7 +326,7 @@ def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
         if threshold is not None:
             settings.threshold = threshold
         total, n = Tally(), 0
-        for persona in ("mara", "teo"):
+        for persona in PERSONA_NAMES:
             primer_text = primer(persona, primer_n)
             if learn is None:
                 engine = Engine(store=ChunkStore(":memory:"), n_threads=2, runtime=runtime)
@@ -393,7 +397,7 @@ def knn_distance(split: str, tmp: Path) -> str:
     from chunkwise.core.scoring import document_tokens, score
 
     rows, runtime = [], None
-    for persona in ("mara", "teo"):
+    for persona in PERSONA_NAMES:
         engine = learned_engine(tmp, persona, runtime, True)
         runtime = engine.runtime
         knn = engine.knn
@@ -434,10 +438,13 @@ def main() -> None:
                     help="leave a word the user is in the middle of as the tokenizer cut it (no token healing)")
     ap.add_argument("--primer", type=int, default=0, metavar="N",
                     help="tried: put the persona's last N sent emails before every prompt (in-context examples)")
+    ap.add_argument("--personas", nargs="+", default=list(PERSONA_NAMES), metavar="NAME",
+                    help="whose new emails to type (default: mara teo; rhea: the persona of recurring emails)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
-    global AS_TYPED
+    global AS_TYPED, PERSONA_NAMES
     AS_TYPED = args.as_typed
+    PERSONA_NAMES = tuple(args.personas)
     print(f"Machine: {machine()}\n")
     OUT.mkdir(exist_ok=True)
     splits = ("dev", "test") if args.split == "both" else (args.split,)
@@ -467,7 +474,8 @@ def report(split: str, tmp: Path, args) -> None:
                   pause_in_words=args.pause_in_words)
     print(f"\n### {split} split ({sum(n for _t, n in results.values()) // max(len(results), 1)} emails)\n")
     print(table(HEADERS, [t.row(name, n) for name, (t, n) in results.items()]))
-    (OUT / f"keystrokes-{split}.json").write_text(json.dumps(
+    who = "" if PERSONA_NAMES == ("mara", "teo") else "-" + "-".join(PERSONA_NAMES)
+    (OUT / f"keystrokes{who}-{split}.json").write_text(json.dumps(
         {name: {**t.__dict__, "emails": n} for name, (t, n) in results.items()}, indent=1))
 
 
