@@ -246,6 +246,7 @@ def persona_profile(store: ChunkStore, persona: str) -> None:
 
 def emails(persona: str, split: str) -> list[str]:
     chosen = json.loads((PERSONAS / "split.json").read_text(encoding="utf-8"))
+    chosen = chosen.get(persona, chosen)      # a persona added later (rhea) keeps a split of its own
     names = chosen["dev"] + chosen["test"] if split == "all" else chosen[split]
     return [(PERSONAS / n).read_text(encoding="utf-8").strip() for n in names if n.startswith(persona + "/")]
 

@@ -123,7 +123,8 @@ def greedy_suggestions(path: Path, prompts: list[str]) -> list[str]:
 def quant(args) -> None:
     print(f"Machine: {machine()}\n")
     files = model_files(Path(args.models))
-    texts = [p.read_text(encoding="utf-8") for p in sorted(PERSONAS.glob("*/sent-*.txt"))]
+    texts = [p.read_text(encoding="utf-8") for who in ("mara", "teo")         # the two personas it was measured on
+             for p in sorted((PERSONAS / who).glob("sent-*.txt"))]
     prompts = [c["text"] for c in load_cases("dev")][:args.prompts]
     curves = {name: [] for name in files}
     runtimes = {name: LlamaRuntime(path, n_ctx=512, n_threads=2) for name, path in files.items()}
