@@ -422,6 +422,7 @@ def knn_distance(split: str, tmp: Path) -> str:
 
 
 def main() -> None:
+    global AS_TYPED, PERSONA_NAMES
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--split", choices=("dev", "test", "both", "all"), default="both")
     ap.add_argument("--configs", nargs="*", default=None, help=f"some of: {', '.join([*CONFIGS, *OPTIONAL_CONFIGS])}")
@@ -443,7 +444,6 @@ def main() -> None:
                     help="whose new emails to type (default: mara teo; rhea: the persona of recurring emails)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
-    global AS_TYPED, PERSONA_NAMES
     AS_TYPED = args.as_typed
     PERSONA_NAMES = tuple(args.personas)
     print(f"Machine: {machine()}\n")

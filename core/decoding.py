@@ -896,7 +896,7 @@ class Decoder:
         if self._guard is None:
             return [piece]
         if piece.source == "chunk":
-            held = self._guard.release()
+            held = self._guard.release(piece.text if piece.kind in REPEATABLE_KINDS else None)
             if not held and self._guard.shown_space and piece.text.startswith(" "):
                 piece = replace(piece, text=piece.text[1:])     # the dropped "1" took no space with it
             return ([Piece(held)] if held else []) + [piece]

@@ -166,10 +166,22 @@ class DetailGuard:
             self.shown_space = buf[cut - 1].isspace()
         return buf[:cut]
 
-    def release(self) -> str:
+    def release(self, phrase: str | None = None) -> str:
         """Before text that is not the model's (a chunk): a held word goes out ("at"), but the start of
-        a number or address the model began ("1" before the user's "(555) 123-4567") is dropped."""
+        a number or address the model began ("1" before the user's "(555) 123-4567") is dropped.
+        Before a *phrase* mined from the user's writing, which goes on from what the model wrote
+        ("at £1,150" + " pcm."), what is held goes out whole, unless the two make a detail together:
+        dropped, "at £1,pcm." was shown.
+
+        >>> g = DetailGuard()
+        >>> g.feed(" at £1,150"), g.release(" pcm.")
+        (' at ', '£1,150')
+        >>> g.feed(" call me on 0161"), g.release(" 496 0815")     # an invented number with the phrase's end
+        (' call me on ', '')
+        """
         out, self.held = self.held, ""
+        if phrase is not None and not any(start < len(out) for _shape, start, _end in find_details(out + phrase)):
+            return out
         return "" if any(ch.isdigit() for ch in out) or "@" in out or "[" in out else out
 
     def flush(self) -> str:

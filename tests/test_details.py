@@ -149,6 +149,25 @@ def test_the_start_of_an_invented_number_does_not_stay_before_the_users_value():
     assert guard.feed(" write to me at") == " write to me " and guard.release() == "at"
 
 
+def test_digits_the_model_wrote_stay_before_a_phrase_of_the_users_writing(runtime):
+    """On a letting agent's mail (bench/keystrokes.py --personas rhea) suggestions read "at £1,pcm." and
+    "is due to end on , and I'm": the digits the model wrote, held as the possible start of an invented
+    number, were dropped before every chunk.  Before a phrase mined from the user's mail they are part
+    of the sentence; before the user's own phone number the model's start of one still goes."""
+    from chunkwise.core.decoding import DecodeSettings, Decoder, Piece
+
+    def shown(*pieces: Piece) -> str:
+        decoder = Decoder(runtime, None, DecodeSettings())
+        return "".join(p.text for piece in pieces for p in decoder.guard(piece))
+
+    assert shown(Piece(" at £1,1"), Piece("50"), Piece(" pcm.", "chunk", 7, "teacher")) == " at £1,150 pcm."
+    assert shown(Piece(" ends on 14"), Piece(" June, and I'm", "chunk", 8, "self")) == " ends on 14 June, and I'm"
+    assert shown(Piece(" call me at 1"), Piece(" (555) 123-4567", "chunk", 1, "pii", "phone")) == \
+        " call me at (555) 123-4567"
+    # the model's digits and the phrase's would make a number neither wrote whole: dropped, as before
+    assert shown(Piece(" call me on 0161"), Piece(" 496 0815", "chunk", 9, "teacher")) == " call me on 496 0815"
+
+
 def test_nothing_runs_on_into_the_users_value_after_a_lone_period(runtime):
     """The website "https://anamarin.design" came out as "https://anamarin.design.com/" on the dev
     split: a lone "." (which may end the sentence) and then "com/" glued to it.  After the period only
