@@ -375,3 +375,31 @@ def test_a_signature_the_users_own_mail_backs_is_not_stopped(mined):
     out = engine.generate(settings.suggestion_request(
         "Hi Jo,\n\nThe meeting is moved to Friday.\n\nBest regards,\n"), record_use=False)
     assert out.stats.withheld == "name" and not any(ch.isalpha() for ch in out.text), out.text
+
+
+BLANK_LINE_SIGNER = [
+    "Hi Sam,\n\nThank you for your email. Please find the signed lease attached. Let me know if you have "
+    "any questions about it.\n\nKind regards,\n\nDana Whitfield",
+    "Dear Ms. Lee,\n\nThank you for viewing the flat yesterday. I have attached the application form. Let me "
+    "know if you have any questions.\n\nKind regards,\n\nDana Whitfield",
+    "Hello Tom,\n\nThe repair visit is booked for Thursday morning. Let me know if you have any questions or "
+    "if the time does not suit you.\n\nKind regards,\n\nDana Whitfield",
+]
+
+
+def test_the_users_blank_line_comes_before_their_name_where_their_mail_is_near(make_engine):
+    """Decoder.propose.  The library's name went in with the one line break the model chose first:
+    "Kind regards," + "\\nDana Whitfield", where the user always leaves a blank line (a letting agent's
+    mail, bench/keystrokes.py --personas rhea: typed over at every sign-off on dev).  Where the kNN-LM of
+    their mail is near, its line breaks come first and the name after them (own_line_ahead).  Bug
+    caught: the value inserted at the cursor with a single line break."""
+    engine = make_engine()
+    name = engine.store.add_chunk("Dana Whitfield", "pii", ["My name is", "Best,"], label="name")
+    mine(engine, [Document(f"e{i}", t) for i, t in enumerate(BLANK_LINE_SIGNER)], gamma=0.5, knn=True)
+    engine.refresh()
+    # A new email much like one learned (she writes the same few emails): the kNN-LM is near at the sign-off.
+    prompt = ("Hi Ana,\n\nThank you for your email. Please find the signed lease attached. Let me know if you "
+              "have any questions about it.\n\nKind regards,")
+    out = engine.generate(Settings().suggestion_request(prompt), record_use=False)
+    assert out.text.startswith("\n\nDana Whitfield"), out.text
+    assert [s.chunk_id for s in out.spans] == [name]      # the library's value, at the start of its line
