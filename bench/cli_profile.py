@@ -75,8 +75,9 @@ def _words(text: str) -> list[str]:
 
 
 def seen_lines(leave_out: Path) -> list[tuple[tuple[str, ...], set[str]]]:
-    """The last lines of every string the product was trained or tuned on: the slot classifier's corpus
-    (core/data/slot_training*.json) and every bench/data set but *leave_out* (and bench/data/tried)."""
+    """The last lines of the strings the product was trained or tuned on: the slot classifier's corpus
+    (core/data/slot_training*.json) and every JSON set of bench/data but *leave_out* (and bench/data/tried).
+    The persona mails (.txt) are left out: they are whole emails, not openings."""
     def strings(o):
         if isinstance(o, str):
             yield o
@@ -87,7 +88,8 @@ def seen_lines(leave_out: Path) -> list[tuple[tuple[str, ...], set[str]]]:
             for v in o:
                 yield from strings(v)
     files = [*sorted((ROOT / "core" / "data").glob("slot_training*.json")),
-             *(f for f in sorted((ROOT / "bench" / "data").rglob("*.json")) if "tried" not in f.parts and f != leave_out)]
+             *(f for f in sorted((ROOT / "bench" / "data").rglob("*.json"))
+               if "tried" not in f.relative_to(ROOT).parts and f != leave_out)]
     lines = set()
     for f in files:
         lines |= {tuple(_words(t)) for t in strings(json.loads(f.read_text(encoding="utf-8"))) if len(t) >= 6}

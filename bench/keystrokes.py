@@ -60,11 +60,11 @@ from chunkwise.core.settings import Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PERSONAS = ROOT / "bench" / "data" / "personas"
-UNIT = re.compile(r"\s*\S+")
-# Whose emails are typed (--personas): the two personas every figure before rhea was measured on.
+UNIT = re.compile(r"\s*\S+")            # one word with the space before it: what Ctrl+Right takes
+# Whose emails are typed (--personas sets it): the two personas every figure before rhea was measured on.
 # rhea (a letting agent who writes a few kinds of email again and again, the kind of writer issue 10's
 # own persona was) is typed only when named: ``--personas rhea``.
-PERSONA_NAMES = ("mara", "teo")            # one word with the space before it: what Ctrl+Right takes
+TYPED_PERSONAS = ("mara", "teo")
 
 
 def body_prompt(before: str) -> tuple[str, bool]:
@@ -245,8 +245,8 @@ def persona_profile(store: ChunkStore, persona: str) -> None:
 
 
 def emails(persona: str, split: str) -> list[str]:
-    chosen = json.loads((PERSONAS / "split.json").read_text(encoding="utf-8"))
-    chosen = chosen.get(persona, chosen)      # a persona added later (rhea) keeps a split of its own
+    splits = json.loads((PERSONAS / "split.json").read_text(encoding="utf-8"))
+    chosen = splits.get(persona, splits)      # a persona added later (rhea) keeps a split of its own
     names = chosen["dev"] + chosen["test"] if split == "all" else chosen[split]
     return [(PERSONAS / n).read_text(encoding="utf-8").strip() for n in names if n.startswith(persona + "/")]
 
@@ -327,7 +327,7 @@ def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
         if threshold is not None:
             settings.threshold = threshold
         total, n = Tally(), 0
-        for persona in PERSONA_NAMES:
+        for persona in TYPED_PERSONAS:
             primer_text = primer(persona, primer_n)
             if learn is None:
                 engine = Engine(store=ChunkStore(":memory:"), n_threads=2, runtime=runtime)
@@ -375,7 +375,8 @@ def sweep(split: str, tmp: Path, thresholds=(0.0, 0.15, 0.3, 0.5, 1.0)) -> str:
     ax.set_ylabel("%")
     ax.set_title(f"Typing new emails after Learn ({split} split)")
     ax.legend()
-    save_plot(fig, f"keystrokes-threshold-{split}.png")
+    who = "" if TYPED_PERSONAS == ("mara", "teo") else "-" + "-".join(TYPED_PERSONAS)
+    save_plot(fig, f"keystrokes-threshold{who}-{split}.png")
     return table(["threshold"] + HEADERS[1:], rows)
 
 
@@ -398,7 +399,7 @@ def knn_distance(split: str, tmp: Path) -> str:
     from chunkwise.core.scoring import document_tokens, score
 
     rows, runtime = [], None
-    for persona in PERSONA_NAMES:
+    for persona in TYPED_PERSONAS:
         engine = learned_engine(tmp, persona, runtime, True)
         runtime = engine.runtime
         knn = engine.knn
@@ -422,7 +423,7 @@ def knn_distance(split: str, tmp: Path) -> str:
 
 
 def main() -> None:
-    global AS_TYPED, PERSONA_NAMES
+    global AS_TYPED, TYPED_PERSONAS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--split", choices=("dev", "test", "both", "all"), default="both")
     ap.add_argument("--configs", nargs="*", default=None, help=f"some of: {', '.join([*CONFIGS, *OPTIONAL_CONFIGS])}")
@@ -440,12 +441,12 @@ def main() -> None:
                     help="leave a word the user is in the middle of as the tokenizer cut it (no token healing)")
     ap.add_argument("--primer", type=int, default=0, metavar="N",
                     help="tried: put the persona's last N sent emails before every prompt (in-context examples)")
-    ap.add_argument("--personas", nargs="+", default=list(PERSONA_NAMES), metavar="NAME",
+    ap.add_argument("--personas", nargs="+", default=list(TYPED_PERSONAS), metavar="NAME",
                     help="whose new emails to type (default: mara teo; rhea: the persona of recurring emails)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     AS_TYPED = args.as_typed
-    PERSONA_NAMES = tuple(args.personas)
+    TYPED_PERSONAS = tuple(args.personas)
     print(f"Machine: {machine()}\n")
     OUT.mkdir(exist_ok=True)
     splits = ("dev", "test") if args.split == "both" else (args.split,)
@@ -475,7 +476,7 @@ def report(split: str, tmp: Path, args) -> None:
                   pause_in_words=args.pause_in_words)
     print(f"\n### {split} split ({sum(n for _t, n in results.values()) // max(len(results), 1)} emails)\n")
     print(table(HEADERS, [t.row(name, n) for name, (t, n) in results.items()]))
-    who = "" if PERSONA_NAMES == ("mara", "teo") else "-" + "-".join(PERSONA_NAMES)
+    who = "" if TYPED_PERSONAS == ("mara", "teo") else "-" + "-".join(TYPED_PERSONAS)
     (OUT / f"keystrokes{who}-{split}.json").write_text(json.dumps(
         {name: {**t.__dict__, "emails": n} for name, (t, n) in results.items()}, indent=1))
 

@@ -4,7 +4,7 @@ Part ``quant``: the bundled SmolLM2-135M file (Q4_1) against copies requantised 
 (core/models.py: Q8_0, Q4_0, IQ4_NL, Q4_K_M) and, if the optional extra is installed, Gemma 3
 270M (Q4_K_M).  Per file: one token's decode time after 16 tokens of context, the cost of a
 k-token batch in single-token units (the curve chunk insertion and drafts pay), perplexity and
-bits per character on one person's plain emails (bench/data/personas/*/sent-*: comparable
+bits per character on plain emails (bench/data/personas/{mara,teo}/sent-*: comparable
 across tokenizers per character), and, for SmolLM2's files, how often the editor's greedy
 suggestion equals the bundled file's on the personal-details dev prompts.  All timings best of
 ``--repeats``, files interleaved, same threads.

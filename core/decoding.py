@@ -468,9 +468,11 @@ class Decoder:
         lead_word = self.at_lead_word() and self._lead_word[1].strip().isalpha()
         self._line_break = (proposal is not None and self.rt.piece(choice) == b"\n"
                             and not (lead_word and proposal.kind not in REPEATABLE_KINDS))
-        if self._line_break and proposal.kind not in REPEATABLE_KINDS and self.writing_backs(state):
+        if (self._line_break and proposal.kind not in REPEATABLE_KINDS and not is_sentence(proposal.text)
+                and self.writing_backs(state)):
             # The user's own writing is near: its line breaks come first ("Kind regards,\n\nRhea", where the
-            # value with one "\n" was typed over), and the value at the start of the line (own_line_ahead).
+            # value with one "\n" was typed over), and the value at the start of the line (own_line_ahead,
+            # which places values only: a snippet sentence still starts its line here).
             self._line_break = False
             return None
         if proposal is not None and proposal.kind not in REPEATABLE_KINDS:

@@ -169,20 +169,30 @@ class DetailGuard:
     def release(self, phrase: str | None = None) -> str:
         """Before text that is not the model's (a chunk): a held word goes out ("at"), but the start of
         a number or address the model began ("1" before the user's "(555) 123-4567") is dropped.
-        Before a *phrase* mined from the user's writing, which goes on from what the model wrote
-        ("at £1,150" + " pcm."), what is held goes out whole, unless the two make a detail together:
-        dropped, "at £1,pcm." was shown.
+        Before a *phrase* mined from the user's writing that goes on from a short number the model
+        wrote ("at £1,150" + " pcm.": dropped, "at £1,pcm." was shown), the number goes out too
+        (:meth:`_leads_into`); the start of a phone number, an email or a stand-in still does not.
 
         >>> g = DetailGuard()
         >>> g.feed(" at £1,150"), g.release(" pcm.")
         (' at ', '£1,150')
-        >>> g.feed(" call me on 0161"), g.release(" 496 0815")     # an invented number with the phrase's end
+        >>> g.feed(" call me on 07700"), g.release(" if you have any questions.")
         (' call me on ', '')
         """
         out, self.held = self.held, ""
-        if phrase is not None and not any(start < len(out) for _shape, start, _end in find_details(out + phrase)):
+        if phrase is not None and self._leads_into(out, phrase):
             return out
         return "" if any(ch.isdigit() for ch in out) or "@" in out or "[" in out else out
+
+    @staticmethod
+    def _leads_into(held: str, phrase: str) -> bool:
+        """Whether *held* is a short number that the mined *phrase* goes on from: what :meth:`flush` would
+        show at the end (under five digits, no "@" or "["), the phrase not itself starting a number, and
+        the two making no detail together."""
+        first = phrase.lstrip()[:1]
+        return ("@" not in held and "[" not in held and sum(ch.isdigit() for ch in held) < 5
+                and not (first.isdigit() or first in "+(")
+                and not any(start < len(held) for _shape, start, _end in find_details(held + phrase)))
 
     def flush(self) -> str:
         """At the end: what is held, unless it may be the start of an invented detail."""

@@ -164,8 +164,14 @@ def test_digits_the_model_wrote_stay_before_a_phrase_of_the_users_writing(runtim
     assert shown(Piece(" ends on 14"), Piece(" June, and I'm", "chunk", 8, "self")) == " ends on 14 June, and I'm"
     assert shown(Piece(" call me at 1"), Piece(" (555) 123-4567", "chunk", 1, "pii", "phone")) == \
         " call me at (555) 123-4567"
-    # the model's digits and the phrase's would make a number neither wrote whole: dropped, as before
-    assert shown(Piece(" call me on 0161"), Piece(" 496 0815", "chunk", 9, "teacher")) == " call me on 496 0815"
+    # The start of an invented detail still goes before a phrase: a phone number's first digits, an
+    # email's name, a stand-in's bracket, or digits before a phrase that starts with a number itself.
+    for held, phrase in [(" call me on 07700", " if you have any questions."), (" call me on +44 7700", " today."),
+                         (" write to jo@", " and let me know."), (" sign as [Your", " and I will"),
+                         (" call me on 1", " +44 161 496 0815 any time.")]:
+        out = shown(Piece(held), Piece(phrase, "chunk", 9, "teacher"))
+        assert out.endswith(phrase) and not find_details(out[:len(out) - len(phrase)]), out
+        assert not any(ch.isdigit() or ch in "@[" for ch in out[:len(out) - len(phrase)]), out
 
 
 def test_nothing_runs_on_into_the_users_value_after_a_lone_period(runtime):
