@@ -20,14 +20,13 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from bench.common import machine, table  # noqa: E402
+from bench.common import Timer, machine, table  # noqa: E402
 from bench.library_update import large_library  # noqa: E402
 from bench.personal import learn  # noqa: E402
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
@@ -41,9 +40,9 @@ def turns(r: int) -> tuple[int, ...]:
 
 
 def timed(call) -> float:
-    start = time.perf_counter()
-    call()
-    return time.perf_counter() - start
+    with Timer() as t:
+        call()
+    return t.seconds
 
 
 def main() -> None:

@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine  # noqa: E402
+from bench.common import last_line_words, machine, near_line  # noqa: E402
 from bench.personal import case_line, judge, report, suggest, summarise  # noqa: E402
 from chunkwise.core import ChunkStore, Engine  # noqa: E402
 from chunkwise.core.cli import build_parser, generation_request  # noqa: E402
@@ -70,14 +69,11 @@ def evaluate(verbose: bool = False, which: str = "frozen") -> list[dict]:
     return verdicts
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.rstrip().split("\n")[-1].lower())
-
-
-def seen_lines(leave_out: Path) -> list[tuple[tuple[str, ...], set[str]]]:
-    """The last lines of the strings the product was trained or tuned on: the slot classifier's corpus
-    (core/data/slot_training*.json) and every JSON set of bench/data but *leave_out* (and bench/data/tried).
-    The persona mails (.txt) are left out: they are whole emails, not openings."""
+def seen_lines(leave_out: Path) -> list[tuple[tuple[str, ...], set[str], tuple[str, ...]]]:
+    """The last lines of the strings the product was trained or tuned on, as :func:`bench.common.near_line`
+    takes them: the slot classifier's corpus (core/data/slot_training*.json) and every JSON set of
+    bench/data but *leave_out* (and bench/data/tried).  The persona mails (.txt) are left out: they are
+    whole emails, not openings."""
     def strings(o):
         if isinstance(o, str):
             yield o
@@ -92,28 +88,13 @@ def seen_lines(leave_out: Path) -> list[tuple[tuple[str, ...], set[str]]]:
                if "tried" not in f.relative_to(ROOT).parts and f != leave_out)]
     lines = set()
     for f in files:
-        lines |= {tuple(_words(t)) for t in strings(json.loads(f.read_text(encoding="utf-8"))) if len(t) >= 6}
-    return [(w, set(w)) for w in lines if w]
+        lines |= {last_line_words(t) for t in strings(json.loads(f.read_text(encoding="utf-8"))) if len(t) >= 6}
+    return [(w, set(w), w) for w in lines if w]
 
 
-def near_seen(text: str, seen: list[tuple[tuple[str, ...], set[str]]]) -> bool:
-    """Whether *text*'s last line is near one of *seen* (bench/data/tried/near_cases.py's rule: the same
-    words, the same last four words, one inside the other at four words or more, or half their words shared).
-
-    >>> seen = [(("my", "phone", "number", "is"), {"my", "phone", "number", "is"})]
-    >>> near_seen("Hi,\\n\\nMy phone number is", seen), near_seen("Ring me on", seen)
-    (True, False)
-    """
-    w = tuple(_words(text))
-    sw = set(w)
-    if not w:
-        return False
-    for cw, cs in seen:
-        if (w == cw or len(w) >= 4 and len(cw) >= 4 and w[-4:] == cw[-4:]
-                or len(sw) >= 3 and len(cs) >= 3 and len(sw & cs) / len(sw | cs) >= 0.5
-                or min(len(w), len(cw)) >= 4 and (" ".join(w) in " ".join(cw) or " ".join(cw) in " ".join(w))):
-            return True
-    return False
+def near_seen(text: str, seen) -> bool:
+    """Whether *text*'s last line is near one of *seen* (:func:`seen_lines`; the rule: :func:`bench.common.near_line`)."""
+    return near_line(text, seen) is not None
 
 
 def readings(which: str) -> None:

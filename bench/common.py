@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import time
 from pathlib import Path
 
@@ -69,3 +70,31 @@ def time_each_call(owner, name: str, record) -> None:
         finally:
             record(time.perf_counter() - start, first)
     setattr(owner, name, timed)
+
+
+def last_line_words(text: str) -> tuple[str, ...]:
+    """The lower-cased words of *text*'s last line: what :func:`near_line` compares."""
+    return tuple(re.findall(r"[a-z0-9']+", text.rstrip().split("\n")[-1].lower()))
+
+
+def near_line(text: str, lines):
+    """The payload of the first of *lines* -- (words, set of them, payload) each, words from
+    :func:`last_line_words` -- whose last line is near *text*'s, or None.  Near: the same words, the same
+    last four words, one inside the other at four words or more, or half their distinct words shared.
+    The one rule by which evaluation cases and training fragments are kept apart (bench/cli_profile.py
+    near_seen, bench/data/tried/near_cases.py).
+
+    >>> lines = [(("my", "phone", "number", "is"), {"my", "phone", "number", "is"}, "case 1")]
+    >>> near_line("Hi,\\n\\nMy phone number is", lines), near_line("Ring me on", lines)
+    ('case 1', None)
+    """
+    w = last_line_words(text)
+    sw = set(w)
+    if not w:
+        return None
+    for cw, cs, payload in lines:
+        if (w == cw or len(w) >= 4 and len(cw) >= 4 and w[-4:] == cw[-4:]
+                or len(sw) >= 3 and len(cs) >= 3 and len(sw & cs) / len(sw | cs) >= 0.5
+                or min(len(w), len(cw)) >= 4 and (" ".join(w) in " ".join(cw) or " ".join(cw) in " ".join(w))):
+            return payload
+    return None

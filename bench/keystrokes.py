@@ -67,6 +67,11 @@ UNIT = re.compile(r"\s*\S+")            # one word with the space before it: wha
 TYPED_PERSONAS = ("mara", "teo")
 
 
+def typed_suffix() -> str:
+    """What names this run's outputs apart from the two personas' ("-rhea"), or "" for those two."""
+    return "" if TYPED_PERSONAS == ("mara", "teo") else "-" + "-".join(TYPED_PERSONAS)
+
+
 def body_prompt(before: str) -> tuple[str, bool]:
     """app/window.py body_prompt with no To or Subject: trailing space lifted."""
     lifted = before.endswith(" ")
@@ -375,8 +380,7 @@ def sweep(split: str, tmp: Path, thresholds=(0.0, 0.15, 0.3, 0.5, 1.0)) -> str:
     ax.set_ylabel("%")
     ax.set_title(f"Typing new emails after Learn ({split} split)")
     ax.legend()
-    who = "" if TYPED_PERSONAS == ("mara", "teo") else "-" + "-".join(TYPED_PERSONAS)
-    save_plot(fig, f"keystrokes-threshold{who}-{split}.png")
+    save_plot(fig, f"keystrokes-threshold{typed_suffix()}-{split}.png")
     return table(["threshold"] + HEADERS[1:], rows)
 
 
@@ -476,8 +480,7 @@ def report(split: str, tmp: Path, args) -> None:
                   pause_in_words=args.pause_in_words)
     print(f"\n### {split} split ({sum(n for _t, n in results.values()) // max(len(results), 1)} emails)\n")
     print(table(HEADERS, [t.row(name, n) for name, (t, n) in results.items()]))
-    who = "" if TYPED_PERSONAS == ("mara", "teo") else "-" + "-".join(TYPED_PERSONAS)
-    (OUT / f"keystrokes{who}-{split}.json").write_text(json.dumps(
+    (OUT / f"keystrokes{typed_suffix()}-{split}.json").write_text(json.dumps(
         {name: {**t.__dict__, "emails": n} for name, (t, n) in results.items()}, indent=1))
 
 

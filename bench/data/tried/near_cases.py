@@ -22,21 +22,13 @@ for f in glob.glob(root + '/**/*.json', recursive=True):
     if '/tried/' in f: continue
     for s in strings(json.load(open(f))):
         if len(s) >= 6: cases.add(s)
-W = lambda s: re.findall(r"[a-z0-9']+", s.lower())
-def last_line(s): return s.rstrip().split('\n')[-1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from bench.common import last_line_words, near_line     # the rule, shared with bench/cli_profile.py
 case_lines = []
 for c in cases:
-    w = W(last_line(c))
-    if w: case_lines.append((tuple(w), set(w), c))
-def near(frag):
-    w = W(last_line(frag)); sw = set(w)
-    if not w: return None
-    for cw, cs, c in case_lines:
-        if tuple(w) == cw: return c
-        if len(w) >= 4 and len(cw) >= 4 and tuple(w[-4:]) == cw[-4:]: return c
-        if len(sw) >= 3 and len(cs) >= 3 and len(sw & cs) / len(sw | cs) >= 0.5: return c
-        if min(len(w), len(cw)) >= 4 and (' '.join(w) in ' '.join(cw) or ' '.join(cw) in ' '.join(w)): return c
-    return None
+    w = last_line_words(c)
+    if w: case_lines.append((w, set(w), c))
+def near(frag): return near_line(frag, case_lines)
 path = sys.argv[1]
 d = json.load(open(path))
 removed = []
