@@ -22,6 +22,8 @@ wrote itself, found by core/details.py).
     python bench/personal.py                  # both splits, default settings
     python bench/personal.py --split dev --threshold 0.1 --cases 80
     python bench/personal.py --ablate         # dev split: each gate switched off in turn
+    python bench/personal.py --feedback       # test cases before and after the user writes the dev cases
+    python bench/personal.py --feedback dev   # the same within dev, in two folds (diagnosis)
 """
 from __future__ import annotations
 
@@ -215,6 +217,88 @@ def evaluate(split: str, threshold: float | None = None, limit: int | None = Non
     return summarise(verdicts), verdicts
 
 
+def react(engine: Engine, case: dict, result: dict, field_of: dict[int, str], user: dict) -> int:
+    """What the user does after one suggestion, learned as the editor learns it (Settings.learn_while_writing,
+    on by default; core/feedback.py): Esc on a value of theirs where it does not belong (another field,
+    someone else's place, a neutral opening) -> ``Engine.dismiss``; where their own detail comes next and
+    was not inserted, they type it by hand -> ``Engine.learn_typed``.  Returns how many places were learned."""
+    prompt = body_prompt(case["text"])
+    learned = 0
+    for span in result["spans"]:
+        field = field_of.get(span["chunk_id"])
+        if field is not None and field != case.get("field"):
+            learned += engine.dismiss(span["chunk_id"], prompt + result["text"][:span["start"]]) is not None
+            break                                        # the first value of theirs is what they saw
+    if case["kind"] == "positive" and not any(field_of.get(sp["chunk_id"]) == case["field"] for sp in result["spans"]):
+        joiner = "" if prompt[-1:].isspace() else " "
+        learned += len(engine.learn_typed(prompt + joiner + user["fields"][case["field"]]["value"]))
+    return learned
+
+
+def feedback_folds(measured: str) -> list[tuple[list[dict], list[dict]]]:
+    """(cases written with learning, cases measured before and after) for --feedback: the dev cases
+    taught and the test cases measured; or, for diagnosis on dev alone, dev in two folds (every other
+    case), each taught in turn and the other measured."""
+    if measured == "test":
+        return [(load_cases("dev"), load_cases("test"))]
+    dev = load_cases("dev")
+    return [(dev[0::2], dev[1::2]), (dev[1::2], dev[0::2])]
+
+
+def evaluate_feedback(measured: str = "test", verbose: bool = False) -> dict[str, dict]:
+    """--feedback: each user's measured cases before and after they wrote the taught cases with the
+    editor learning from their corrections (:func:`react`), and the taught cases again after (the same
+    phrasings, next time).  Measures what learning while writing carries to phrasings it never saw."""
+    settings = Settings()
+    profiles = json.loads((DATA / "profiles.json").read_text(encoding="utf-8"))
+    passes: dict[str, list[dict]] = defaultdict(list)
+    learned = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        runtime = None
+        for fold, (taught_all, measured_all) in enumerate(feedback_folds(measured)):
+            for user in sorted(profiles):
+                taught = [c for c in taught_all if c["user"] == user]
+                cases = [c for c in measured_all if c["user"] == user]
+                if not taught and not cases:
+                    continue
+                path = Path(tmp) / f"{user}-{fold}.db"
+                field_of = build_store(path, profiles[user])
+                engine = Engine(store=ChunkStore(path), n_threads=2, threshold=settings.threshold, runtime=runtime)
+                runtime = engine.runtime
+                learn(engine, LEARNED_FROM.get(user, "mara"))
+                engine.refresh()
+
+                def run_pass(name: str, items: list[dict], teach: bool = False) -> None:
+                    nonlocal learned
+                    for case in items:
+                        result = run_case(engine, case, settings, alternative=False)
+                        v = judge(case, result, field_of)
+                        v.update(id=case["id"], user=user)
+                        passes[name].append(v)
+                        if verbose:
+                            print(f"[{name}] " + case_line(case, v, result["text"]), flush=True)
+                        if teach:
+                            learned += react(engine, case, result, field_of, profiles[user])
+
+                run_pass(f"{measured}, before", cases)
+                run_pass("taught, written with learning", taught, teach=True)
+                run_pass("taught, next time", taught)
+                run_pass(f"{measured}, after", cases)
+                engine.store.close()
+        if runtime is not None:
+            runtime.close()
+    print(f"(places learned: {learned})")
+    return {name: summarise(verdicts) for name, verdicts in passes.items()}
+
+
+def feedback_report(summaries: dict[str, dict]) -> str:
+    pct = lambda a, b: f"{a}/{b} ({100 * a / max(b, 1):.0f}%)"
+    rows = [[name, pct(s["right"], s["positives"]), str(s["wrong_field"]),
+             pct(s["third_party_inserted"], s["third_party"]), pct(s["neutral_inserted"], s["neutral"]),
+             str(s["invented"])] for name, s in summaries.items()]
+    return table(["pass", "right value inserted", "wrong field", "someone else's", "neutral", "invented"], rows)
+
+
 def report(split: str, s: dict) -> str:
     pct = lambda a, b: f"{a}/{b} ({100 * a / max(b, 1):.0f}%)"
     rows = [["right value inserted (positives)", pct(s["right"], s["positives"])],
@@ -281,6 +365,9 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="a GGUF file or 'gemma' (the optional extra) instead of the bundled model")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--ablate", action="store_true", help="dev split, each gate switched off in turn")
+    ap.add_argument("--feedback", nargs="?", const="test", choices=("test", "dev"),
+                    help="cases measured before and after others are written with learning while writing: "
+                         "test (the dev cases taught) or dev (two folds of dev, for diagnosis)")
     args = ap.parse_args()
     global READY
     READY = args.ready
@@ -288,6 +375,9 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     if args.ablate:
         print(ablate())
+        return
+    if args.feedback:
+        print(feedback_report(evaluate_feedback(args.feedback, args.verbose)))
         return
     splits = ("dev", "test") if args.split == "both" else (args.split,)
     for split in splits:

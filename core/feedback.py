@@ -26,7 +26,7 @@ from typing import Iterator, Sequence
 
 from .errors import StoreError
 from .store import DISMISSED, KINDS, LEARNED
-from .text import lead_in, sentence_opening, words
+from .text import lead_in, learnable, sentence_opening, words
 
 LOOKBACK = 2000        # characters before the cursor searched for values typed by hand
 MIN_VALUE_CHARS = 4    # shorter library entries ("Ana") are too ambiguous to learn from
@@ -113,13 +113,6 @@ def values_being_typed(values: dict[int, str], text: str,
 def library_values(store) -> dict[int, str]:
     """chunk id -> text of the user's own library entries (not mined chunks)."""
     return store.chunk_texts(KINDS)
-
-
-def learnable(phrase: str) -> bool:
-    """A lead-in specific enough to act on alone: two words or more ("ring me on"), or a label
-    ("Mobile:"); never a lone word or a finished sentence ("Thanks.")."""
-    n = len(words(phrase))
-    return n >= 2 or (n == 1 and phrase.rstrip().endswith(":"))
 
 
 def learn_typed(engine, text: str, inserted: Sequence[tuple[int, int]] = ()) -> list[Learned]:

@@ -225,6 +225,13 @@ class MatchingState:
         repeatable = _matching().REPEATABLE_KINDS
         expert = [r for r in rows if self.slots is not None and r.chunk_id in self._chunks
                   and self._chunks[r.chunk_id]["kind"] not in repeatable]
+        # The type is what the user's own library contexts say, as "own" words are (_read_chunks): a value
+        # typed once after "I'm now" (the new address) would otherwise make the address part job title,
+        # and the address would come where a job title goes.  A learned phrase still brings its value back
+        # where it is written again (the phrase map) and near it (the index).  A chunk with no library
+        # context is typed by all it has.
+        said = {r.chunk_id for r in expert if r.origin != LEARNED}
+        expert = [r for r in expert if r.origin != LEARNED or r.chunk_id not in said]
         if expert:
             labels = [r.label for r in expert]
             x = slot_features(self.stats, store.encoding_vectors(labels, "vector"),
@@ -255,6 +262,14 @@ class MatchingState:
         if found is None or self.slots is None:
             return None
         return self.slots.fields[int(np.argmax(found[0]))]
+
+    def type_reading(self, chunk_id: int) -> dict[str, float]:
+        """How much a typed chunk reads as each field, its own field 1 (what agreement at a place is
+        weighed by); empty for a chunk that is not typed."""
+        found = self._type_of.get(chunk_id)
+        if found is None or self.slots is None:
+            return {}
+        return {f: float(w) for f, w in zip(self.slots.fields, found[0])}
 
     def _index_types(self) -> None:
         """The typed chunks as arrays, in chunk id order, from ``_type_of``."""

@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 
 import sqlite_utils
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 def timestamp() -> str:
@@ -110,5 +110,18 @@ def _migrate_6(db: sqlite_utils.Database) -> None:
     db["encodings"].create_index(["context_id"], if_not_exists=True)
 
 
-MIGRATIONS = [_migrate_1, _migrate_2, _migrate_3, _migrate_4, _migrate_5, _migrate_6]
+def _migrate_7(db: sqlite_utils.Database) -> None:
+    # A lone word learned as a lead-in: "I'm" counted as two words ("i", "m") before text.learnable
+    # counted words as written, and a value typed after it came back after every later "I'm".  Such
+    # learned contexts go, with their encodings (the vector index drops them on its next load).
+    from .text import learnable
+
+    lone = [row[0] for row in db.execute("SELECT id, text FROM contexts WHERE origin = 'learned'").fetchall()
+            if not learnable(row[1])]
+    for part in batches(lone):
+        db.execute(f"DELETE FROM encodings WHERE context_id IN ({marks(part)})", part)
+        db.execute(f"DELETE FROM contexts WHERE id IN ({marks(part)})", part)
+
+
+MIGRATIONS = [_migrate_1, _migrate_2, _migrate_3, _migrate_4, _migrate_5, _migrate_6, _migrate_7]
 assert len(MIGRATIONS) == SCHEMA_VERSION

@@ -170,6 +170,19 @@ def label_line(text: str) -> str | None:
     return line if line.endswith(":") and len(line.split()) <= LABEL_WORDS else None
 
 
+def learnable(phrase: str) -> bool:
+    """A lead-in specific enough to learn a value after (core/feedback.py): two words or more ("ring
+    me on"), or a label ("Mobile:"); never a lone word or a finished sentence ("Thanks.").
+
+    >>> learnable("ring me on"), learnable("Mobile:"), learnable("I'm"), learnable("Thanks.")
+    (True, True, False, False)
+    """
+    # Words as written, not the pieces words() splits them into: "I'm" is one word, and learned alone it put the email
+    # address after every "I'm" (bench/personal.py --feedback: a name's place on the test split).
+    n = sum(any(ch.isalnum() for ch in part) for part in phrase.split())
+    return n >= 2 or (n == 1 and phrase.rstrip().endswith(":"))
+
+
 def lead_in(text: str) -> str:
     """The phrase that leads into what comes next: the sentence being written, or, at the start
     of a line, the line before it ("Kind regards," before a name); at most PHRASE_WORDS words.
