@@ -219,19 +219,21 @@ def evaluate(split: str, threshold: float | None = None, limit: int | None = Non
 
 def react(engine: Engine, case: dict, result: dict, field_of: dict[int, str], user: dict) -> int:
     """What the user does after one suggestion, learned as the editor learns it (Settings.learn_while_writing,
-    on by default; core/feedback.py): Esc on a value of theirs where it does not belong (another field,
-    someone else's place, a neutral opening) -> ``Engine.dismiss``; where their own detail comes next and
-    was not inserted, they type it by hand -> ``Engine.learn_typed``.  Returns how many places were learned."""
+    on by default): where a value of theirs came that does not belong there (another field, someone
+    else's place, a neutral opening) they press Esc, and the editor dismisses the suggestion's first
+    chunk, whatever its kind, at the text before it (app/window.py ``_on_dismissed`` -> ``Engine.dismiss``);
+    where their own detail comes next and was not inserted, they type it by hand (``Engine.learn_typed``).
+    Returns how many places were learned."""
     prompt = body_prompt(case["text"])
+    spans = result["spans"]
     learned = 0
-    for span in result["spans"]:
-        field = field_of.get(span["chunk_id"])
-        if field is not None and field != case.get("field"):
-            learned += engine.dismiss(span["chunk_id"], prompt + result["text"][:span["start"]]) is not None
-            break                                        # the first value of theirs is what they saw
-    if case["kind"] == "positive" and not any(field_of.get(sp["chunk_id"]) == case["field"] for sp in result["spans"]):
+    own = case["field"] if case["kind"] == "positive" else None          # what of theirs belongs here, if anything
+    if any(sp["chunk_id"] in field_of and field_of[sp["chunk_id"]] != own for sp in spans):
+        first = spans[0]
+        learned += engine.dismiss(first["chunk_id"], prompt + result["text"][:first["start"]]) is not None
+    if own is not None and not any(field_of.get(sp["chunk_id"]) == own for sp in spans):
         joiner = "" if prompt[-1:].isspace() else " "
-        learned += len(engine.learn_typed(prompt + joiner + user["fields"][case["field"]]["value"]))
+        learned += len(engine.learn_typed(prompt + joiner + user["fields"][own]["value"]))
     return learned
 
 
@@ -245,11 +247,14 @@ def feedback_folds(measured: str) -> list[tuple[list[dict], list[dict]]]:
     return [(dev[0::2], dev[1::2]), (dev[1::2], dev[0::2])]
 
 
-def evaluate_feedback(measured: str = "test", verbose: bool = False) -> dict[str, dict]:
+def evaluate_feedback(measured: str = "test", verbose: bool = False, threshold: float | None = None,
+                      model: str | None = None) -> dict[str, dict]:
     """--feedback: each user's measured cases before and after they wrote the taught cases with the
     editor learning from their corrections (:func:`react`), and the taught cases again after (the same
     phrasings, next time).  Measures what learning while writing carries to phrasings it never saw."""
     settings = Settings()
+    if threshold is not None:
+        settings.threshold = threshold
     profiles = json.loads((DATA / "profiles.json").read_text(encoding="utf-8"))
     passes: dict[str, list[dict]] = defaultdict(list)
     learned = 0
@@ -263,7 +268,8 @@ def evaluate_feedback(measured: str = "test", verbose: bool = False) -> dict[str
                     continue
                 path = Path(tmp) / f"{user}-{fold}.db"
                 field_of = build_store(path, profiles[user])
-                engine = Engine(store=ChunkStore(path), n_threads=2, threshold=settings.threshold, runtime=runtime)
+                engine = Engine(model, store=ChunkStore(path), n_threads=2, threshold=settings.threshold,
+                                runtime=runtime)
                 runtime = engine.runtime
                 learn(engine, LEARNED_FROM.get(user, "mara"))
                 engine.refresh()
@@ -377,14 +383,15 @@ def main() -> None:
         print(ablate())
         return
     if args.feedback:
-        print(feedback_report(evaluate_feedback(args.feedback, args.verbose)))
+        print(feedback_report(evaluate_feedback(args.feedback, args.verbose, args.threshold, args.model)))
         return
     splits = ("dev", "test") if args.split == "both" else (args.split,)
     for split in splits:
         summary, verdicts = evaluate(split, args.threshold, args.cases, not args.no_learned, args.verbose,
                                      args.model)
         print(report(split, summary))
-        (OUT / f"personal-{split}.json").write_text(json.dumps({"summary": summary, "cases": verdicts}, indent=1))
+        suffix = f"-{Path(args.model).stem}" if args.model else ""
+        (OUT / f"personal-{split}{suffix}.json").write_text(json.dumps({"summary": summary, "cases": verdicts}, indent=1))
         kinds = Counter((v["kind"], v.get("inserted")) for v in verdicts if v.get("inserted"))
         print("insertions by (case kind, field):", dict(kinds), "\n")
 

@@ -114,7 +114,10 @@ def _migrate_7(db: sqlite_utils.Database) -> None:
     # A lone word learned as a lead-in: "I'm" counted as two words ("i", "m") before text.learnable
     # counted words as written, and a value typed after it came back after every later "I'm".  Such
     # learned contexts go, with their encodings (the vector index drops them on its next load).
-    from .text import learnable
+    # The rule as it stood when this step shipped (text.learnable), copied: a shipped step never changes.
+    def learnable(phrase: str) -> bool:
+        n = sum(any(ch.isalnum() for ch in part) for part in phrase.split())
+        return n >= 2 or (n == 1 and phrase.rstrip().endswith(":"))
 
     lone = [row[0] for row in db.execute("SELECT id, text FROM contexts WHERE origin = 'learned'").fetchall()
             if not learnable(row[1])]

@@ -82,7 +82,6 @@ def test_a_lone_word_is_not_learned_and_a_label_keeps_its_colon(profile_engine):
     assert engine.learn_typed(f"Hi Jo,\n\nThe form is done. Thanks.\n{PHONE}") == []
     # A contraction is one word too: "I'm" learned put the email after every later "I'm" (a name's place).
     assert engine.learn_typed(f"Can you cc me on that thread? I'm {EMAIL}") == []
-    assert engine.matcher.learned_proposal("Hi Sam,\n\nNice to meet you. I'm") is None
     learned = engine.learn_typed(f"Hi,\n\nMobile: {PHONE}")
     assert [x.context for x in learned] == ["Mobile:"]
     assert suggest(engine, "Dear Sam,\n\nThe boiler is fixed. Mobile:") == [phone]
@@ -185,21 +184,24 @@ def test_schema_6_store_forgets_a_lone_word_it_learned(tmp_path):
     Bug caught: a migration that misses them, or that takes the library's own one-word context too."""
     path = tmp_path / "old.db"
     with ChunkStore(path) as s:
-        cid = s.add_chunk(EMAIL, "pii", ["My email is", "E-mail:"], label="email")
+        cid = s.add_chunk(EMAIL, "pii", ["My email is", "Email"], label="email")    # "Email": the user's own
         lone = s.add_context(cid, "I'm", LEARNED)
         s.add_context(cid, "Call me:", LEARNED)
-        s.add_context(cid, "loop me in at", LEARNED)
-        conn = s.db.conn                   # an encoding of the lone word, as the index had it
+        phrase = s.add_context(cid, "loop me in at", LEARNED)
+        own = s.get_chunk(cid).contexts[1].id
+        conn = s.db.conn                   # encodings as the index had them: the lone word's and two kept ones
         conn.execute("INSERT INTO models (id, identity, name, dim, created_at) VALUES (1, 'm', 'm', 2, '')")
-        conn.execute("INSERT INTO encodings (context_id, model_id, entry_token, chunk_tokens, vector, vector_local, "
-                     "source_hash) VALUES (?, 1, 0, x'', x'', x'', 'h')", (lone,))
+        for context in (lone, phrase, own):
+            conn.execute("INSERT INTO encodings (context_id, model_id, entry_token, chunk_tokens, vector, "
+                         "vector_local, source_hash) VALUES (?, 1, 0, x'', x'', x'', 'h')", (context,))
         conn.execute("UPDATE meta SET value='6' WHERE key='schema_version'")   # as a schema-6 store
         conn.commit()
     with ChunkStore(path) as s:
         assert s.schema_version == SCHEMA_VERSION
         assert {c.text: c.origin for c in s.get_chunk(cid).contexts} == {
-            "My email is": None, "E-mail:": None, "Call me:": LEARNED, "loop me in at": LEARNED}
-        assert s.db.conn.execute("SELECT COUNT(*) FROM encodings WHERE context_id=?", (lone,)).fetchone() == (0,)
+            "My email is": None, "Email": None, "Call me:": LEARNED, "loop me in at": LEARNED}
+        encoded = {r[0] for r in s.db.conn.execute("SELECT context_id FROM encodings")}
+        assert encoded == {phrase, own}
 
 
 def test_bad_input_to_learning_is_a_no_op(profile_engine):
@@ -321,22 +323,20 @@ def test_confirming_a_deleted_chunk_is_a_no_op(profile_engine):
 
 
 def test_a_value_typed_after_another_fields_words_keeps_its_field(make_engine):
-    """The user typed their address by hand after words that usually lead into a job title ("I'm now",
-    "These days I work as"): those phrases are learned, and the address comes back after them, but the
-    address must not become part job title, or it comes wherever a job title goes.  Bug caught: a
-    chunk's field type was read from its learned contexts too (bench/personal.py --feedback: writing
-    the dev cases with learning cost the test split right values, a wrong field and a third party's
-    place)."""
-    address = "14 Harbour Lane, Bristol BS1 4QA"
+    """A freelancer types her own name by hand where an account holder or a company goes ("Invoices go
+    to", "Our company is"): those phrases are learned and bring the name back there, but the name must
+    not become part company, or it comes wherever an employer goes ("I work for", "Company:").  Bug
+    caught: a chunk's field type was read from its learned contexts too, and those four places got the
+    name (bench/personal.py --feedback: the dev cases' lessons cost the test split a third party's place)."""
+    name = "Ana Sofía Marín"
     engine = make_engine()
-    chunk = engine.store.add_chunk(address, "pii", ["My address is", "Ship it to me at", "Send the parcel to"],
-                                   label="address")
+    chunk = engine.store.add_chunk(name, "pii", ["My name is", "Kind regards,", "Hi, I'm"], label="name")
     engine.refresh()
-    before = engine.matcher.type_reading(chunk)
-    assert max(before, key=before.get) == "address"
-    for phrase in ("I'm now", "These days I work as", "My job title is"):
-        engine.learn_typed(f"{phrase} {address}")
+    for phrase in ("The account is with", "Invoices go to", "Our company is"):
+        engine.learn_typed(f"{phrase} {name}")
     learned = [c.text for c in engine.store.list_chunks(ids=[chunk])[0].contexts if c.origin == LEARNED]
-    assert sorted(learned) == ["I'm now", "My job title is", "These days I work as"]
-    assert engine.matcher.type_reading(chunk) == pytest.approx(before)
-    assert suggest(engine, "Hi Jo,\n\nThese days I work as")[:1] == [chunk]     # the phrase itself still brings it
+    assert sorted(learned) == ["Invoices go to", "Our company is", "The account is with"]
+    assert engine.matcher.type_reading(chunk)["company"] < 0.1            # still a name, not part company
+    for place in ("I work for", "My employer is", "Company:", "I'm with"):
+        assert chunk not in suggest(engine, f"Hi Jo,\n\n{place}"), place
+    assert suggest(engine, "Hi Jo,\n\nInvoices go to")[:1] == [chunk]     # the phrase itself still brings it
