@@ -1,0 +1,32 @@
+#!/bin/bash
+# Drive the real editor under Xvfb: the user types their email by hand after "I'm" (a lone word), later
+# writes "I'm" again, and opens the learned list.  Nothing is learned from "I'm", so the email does not
+# come back after every "I'm"; a phrase of two words ("loop me in at") is learned as before.
+set -x
+source "$(dirname "$0")/xvfb_common.sh"
+xvfb_start 99
+export CHUNKWISE_PASSPHRASE=xvfb-session-only
+seed_entries <<'ENTRIES'
+name|Mara Lindqvist|My name is; Kind regards,
+email|mara@nordhavn.co.uk|My email is; Email me at
+ENTRIES
+app_start 25
+window_focus
+xdotool type --delay 60 "Hi Oskar,"
+xdotool key Return Return
+xdotool type --delay 60 "Can you cc me on that thread? I'm mara@nordhavn.co.uk if you lost it. And please loop me in at mara@nordhavn.co.uk too."
+sleep 3
+xdotool key Return Return
+xdotool type --delay 60 "Sorry for the late reply, I'm"
+sleep 5
+import -window root docs/img/lone-word-xvfb-after-im.png
+xdotool key Escape
+sleep 2
+xdotool key alt+t
+sleep 1
+xdotool key n
+sleep 3
+import -window root docs/img/lone-word-xvfb-learned.png
+xdotool key Escape
+sleep 1
+xvfb_stop
