@@ -225,11 +225,11 @@ class MatchingState:
         repeatable = _matching().REPEATABLE_KINDS
         expert = [r for r in rows if self.slots is not None and r.chunk_id in self._chunks
                   and self._chunks[r.chunk_id]["kind"] not in repeatable]
-        # The type is what the user's own library contexts say, as "own" words are (_read_chunks): a value
-        # typed once after "I'm now" (the new address) would otherwise make the address part job title,
-        # and the address would come where a job title goes.  A learned phrase still brings its value back
-        # where it is written again (the phrase map) and near it (the index).  A chunk with no library
-        # context is typed by all it has.
+        # The type is what the user's own library contexts say, as "own" words are (_read_chunks): a name
+        # typed by hand after "Invoices go to" and "Our company is" would otherwise read part company and
+        # come wherever an employer goes ("I work for", "Company:"; tests/test_feedback.py).  A learned
+        # phrase still brings its value back where it is written again (the phrase map) and near it (the
+        # index).  A chunk with no library context is typed by all it has.
         said = {r.chunk_id for r in expert if r.origin != LEARNED}
         expert = [r for r in expert if r.origin != LEARNED or r.chunk_id not in said]
         if expert:

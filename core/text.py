@@ -177,8 +177,8 @@ def learnable(phrase: str) -> bool:
     >>> learnable("ring me on"), learnable("Mobile:"), learnable("I'm"), learnable("Thanks.")
     (True, True, False, False)
     """
-    # Words as written, not the pieces words() splits them into: "I'm" is one word, and learned alone it put the email
-    # address after every "I'm" (bench/personal.py --feedback: a name's place on the test split).
+    # Words as written, not the pieces words() splits them into: "I'm" is one word, and learned alone
+    # it put the email after every "I'm" (bench/personal.py --feedback: a name's place on the test split).
     n = sum(any(ch.isalnum() for ch in part) for part in phrase.split())
     return n >= 2 or (n == 1 and phrase.rstrip().endswith(":"))
 
