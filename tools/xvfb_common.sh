@@ -83,6 +83,14 @@ window_focus() {        # the editor's window, focused, the body clicked. Sets W
     xdotool mousemove 500 400 click 1
 }
 
+learned_list_shot() {   # $1: a screenshot path. Esc on the suggestion, Tools -> What Chunkwise learned…, shot, closed.
+    xdotool key Escape; sleep 2
+    xdotool key alt+t; sleep 1
+    xdotool key n; sleep 3
+    import -window root "$1"
+    xdotool key Escape; sleep 1
+}
+
 xvfb_stop() {
     kill $APP; sleep 1; kill $XPID
     tail -5 $T/app.log

@@ -18,13 +18,5 @@ xdotool key Return Return
 xdotool type --delay 60 "For anything else, you can also email me at"
 sleep 4
 import -window root docs/img/editor-xvfb-learning.png
-xdotool key Escape
-sleep 2
-xdotool key alt+t
-sleep 1
-xdotool key n
-sleep 3
-import -window root docs/img/learned-xvfb.png
-xdotool key Escape
-sleep 1
+learned_list_shot docs/img/learned-xvfb.png
 xvfb_stop

@@ -20,13 +20,5 @@ xdotool key Return Return
 xdotool type --delay 60 "Sorry for the late reply, I'm"
 sleep 5
 import -window root docs/img/lone-word-xvfb-after-im.png
-xdotool key Escape
-sleep 2
-xdotool key alt+t
-sleep 1
-xdotool key n
-sleep 3
-import -window root docs/img/lone-word-xvfb-learned.png
-xdotool key Escape
-sleep 1
+learned_list_shot docs/img/lone-word-xvfb-learned.png
 xvfb_stop
