@@ -182,6 +182,29 @@ def summarise(verdicts: list[dict]) -> dict:
     }
 
 
+def user_engine(path: Path, user: dict, settings: Settings, runtime, model: str | None = None,
+                learned_from: str | None = "mara") -> tuple[Engine, dict[int, str]]:
+    """An engine on *user*'s library at *path* (the editor's threshold in *settings*), with the persona
+    *learned_from*'s sent mail learned (None: the library alone); and chunk id -> field."""
+    field_of = build_store(path, user)
+    engine = Engine(model, store=ChunkStore(path), n_threads=2, threshold=settings.threshold, runtime=runtime)
+    if learned_from:
+        learn(engine, learned_from)
+    engine.refresh()
+    return engine, field_of
+
+
+def judged(engine: Engine, case: dict, settings: Settings, field_of: dict[int, str], user: str,
+           alternative: bool = True, verbose: bool = False, tag: str = "") -> tuple[dict, dict]:
+    """One case run (:func:`run_case`) and judged (:func:`judge`): (verdict, result); -v prints it."""
+    result = run_case(engine, case, settings, alternative)
+    v = judge(case, result, field_of)
+    v.update(id=case["id"], user=user, text=case["text"], out=result["text"])
+    if verbose:
+        print(tag + case_line(case, v, result["text"]), flush=True)
+    return v, result
+
+
 def evaluate(split: str, threshold: float | None = None, limit: int | None = None, learned: bool = True,
              verbose: bool = False, model: str | None = None) -> tuple[dict, list[dict]]:
     settings = Settings()
@@ -192,25 +215,14 @@ def evaluate(split: str, threshold: float | None = None, limit: int | None = Non
     by_user = defaultdict(list)
     for c in cases:
         by_user[c["user"]].append(c)
-    verdicts, latencies = [], []
+    verdicts = []
     with tempfile.TemporaryDirectory() as tmp:
         runtime = None
         for user, items in sorted(by_user.items()):
-            path = Path(tmp) / f"{user}.db"
-            field_of = build_store(path, profiles[user])
-            engine = Engine(model, store=ChunkStore(path), n_threads=2, threshold=settings.threshold, runtime=runtime)
+            engine, field_of = user_engine(Path(tmp) / f"{user}.db", profiles[user], settings, runtime, model,
+                                           LEARNED_FROM.get(user, "mara") if learned else None)
             runtime = engine.runtime
-            if learned:
-                learn(engine, LEARNED_FROM.get(user, "mara"))
-            engine.refresh()
-            for case in items:
-                result = run_case(engine, case, settings)
-                v = judge(case, result, field_of)
-                v.update(id=case["id"], user=user, text=case["text"], out=result["text"])
-                verdicts.append(v)
-                latencies.append(result["seconds"])
-                if verbose:
-                    print(case_line(case, v, result["text"]), flush=True)
+            verdicts += [judged(engine, case, settings, field_of, user, verbose=verbose)[0] for case in items]
             engine.store.close()
         if runtime is not None:
             runtime.close()
@@ -266,23 +278,16 @@ def evaluate_feedback(measured: str = "test", verbose: bool = False, threshold: 
                 cases = [c for c in measured_all if c["user"] == user]
                 if not taught and not cases:
                     continue
-                path = Path(tmp) / f"{user}-{fold}.db"
-                field_of = build_store(path, profiles[user])
-                engine = Engine(model, store=ChunkStore(path), n_threads=2, threshold=settings.threshold,
-                                runtime=runtime)
+                engine, field_of = user_engine(Path(tmp) / f"{user}-{fold}.db", profiles[user], settings, runtime,
+                                               model, LEARNED_FROM.get(user, "mara"))
                 runtime = engine.runtime
-                learn(engine, LEARNED_FROM.get(user, "mara"))
-                engine.refresh()
 
                 def run_pass(name: str, items: list[dict], teach: bool = False) -> None:
                     nonlocal learned
                     for case in items:
-                        result = run_case(engine, case, settings, alternative=False)
-                        v = judge(case, result, field_of)
-                        v.update(id=case["id"], user=user)
+                        v, result = judged(engine, case, settings, field_of, user, alternative=False,
+                                           verbose=verbose, tag=f"[{name}] ")
                         passes[name].append(v)
-                        if verbose:
-                            print(f"[{name}] " + case_line(case, v, result["text"]), flush=True)
                         if teach:
                             learned += react(engine, case, result, field_of, profiles[user])
 
@@ -297,8 +302,12 @@ def evaluate_feedback(measured: str = "test", verbose: bool = False, threshold: 
     return {name: summarise(verdicts) for name, verdicts in passes.items()}
 
 
+def pct(a: int, b: int) -> str:
+    """ "a/b (p%)", as every table here prints a count."""
+    return f"{a}/{b} ({100 * a / max(b, 1):.0f}%)"
+
+
 def feedback_report(summaries: dict[str, dict]) -> str:
-    pct = lambda a, b: f"{a}/{b} ({100 * a / max(b, 1):.0f}%)"
     rows = [[name, pct(s["right"], s["positives"]), str(s["wrong_field"]),
              pct(s["third_party_inserted"], s["third_party"]), pct(s["neutral_inserted"], s["neutral"]),
              str(s["invented"])] for name, s in summaries.items()]
@@ -306,7 +315,6 @@ def feedback_report(summaries: dict[str, dict]) -> str:
 
 
 def report(split: str, s: dict) -> str:
-    pct = lambda a, b: f"{a}/{b} ({100 * a / max(b, 1):.0f}%)"
     rows = [["right value inserted (positives)", pct(s["right"], s["positives"])],
             ["wrong field inserted (positives)", pct(s["wrong_field"], s["positives"])],
             ["user's value where someone else's goes", pct(s["third_party_inserted"], s["third_party"])],
