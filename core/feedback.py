@@ -26,7 +26,7 @@ from typing import Iterator, Sequence
 
 from .errors import StoreError
 from .store import DISMISSED, KINDS, LEARNED
-from .text import lead_in, learnable, sentence_opening, words
+from .text import lead_in, learnable, sentence_opening, written_words
 
 LOOKBACK = 2000        # characters before the cursor searched for values typed by hand
 MIN_VALUE_CHARS = 4    # shorter library entries ("Ana") are too ambiguous to learn from
@@ -77,7 +77,7 @@ def typed_values(values: dict[int, str], text: str, inserted: Sequence[tuple[int
             start, end = offset + at, offset + at + len(value)
             if _by_hand(text, start, end, inserted):
                 phrase = lead_in(text[:start])
-                if words(phrase):
+                if written_words(phrase):
                     found.append((chunk_id, phrase, start) if positions else (chunk_id, phrase))
             at = tail.find(value, at + 1)
     return found
@@ -164,7 +164,7 @@ def dismiss(engine, chunk_id: int, text_before: str) -> Learned | None:
     """Remember that the user dismissed *chunk_id* after *text_before*; None if there is nothing to learn
     (no words before it, the chunk deleted meanwhile, or that place already known)."""
     phrase = lead_in(text_before)
-    return _remember(engine, chunk_id, phrase, DISMISSED) if words(phrase) else None
+    return _remember(engine, chunk_id, phrase, DISMISSED) if written_words(phrase) else None
 
 
 def confirm(engine, chunk_id: int, text_before: str) -> Learned | None:

@@ -42,7 +42,7 @@ import numpy as np
 from .encoding import BACKGROUND_FILE, ModelStats
 from .slots import NONE, SENTENCE_KINDS, THIRD_PARTY, SlotClassifier, label_fields
 from .matching_state import MatchingState
-from .text import at_line_start, current_sentence, is_sentence, lead_in, words
+from .text import at_line_start, current_sentence, is_sentence, lead_in, words, written_words
 
 CANDIDATES = 16          # nearest contexts fetched per step
 COMMON_SHARE = 0.05      # a word in 1 of 20 background paragraphs or more is common (_Lexicon.common)
@@ -679,15 +679,15 @@ class Once:
 
 
 def phrase_key(text: str, limit: int | None = AVOID_WORDS) -> str:
-    """The last *limit* whitespace-separated words of *text*, lower-cased, punctuation kept
-    ("Mobile:" is a label; "mobile" in "I lost my mobile" is not)."""
-    parts = text.lower().split()
+    """The last *limit* words of *text* as written (:func:`text.written_words`), joined by a space."""
+    parts = written_words(text)
     return " ".join(parts if limit is None else parts[-limit:])
 
 
 def tail_words(phrase: str) -> set[str]:
-    """The last AVOID_WORDS words of a phrase, as a set."""
-    return set(words(phrase)[-AVOID_WORDS:])
+    """The last AVOID_WORDS words of a phrase as written (:func:`text.written_words`), as a set: "I'm now"
+    and "I'm with" share one word of three, not two pieces ("i", "m") of four."""
+    return set(written_words(phrase)[-AVOID_WORDS:])
 
 
 @dataclass

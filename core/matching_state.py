@@ -29,7 +29,7 @@ import numpy as np
 from .index import VectorIndex
 from .slots import features as slot_features, shape_fields
 from .store import DISMISSED, LEARNED, ChunkStore
-from .text import is_sentence, words
+from .text import is_sentence, words, written_words
 from .whose import speaks_as_we
 
 CALIBRATION_QUERIES = 1000   # background rows whose best match sets the background level
@@ -194,7 +194,7 @@ class MatchingState:
             if chunk.avoid:
                 self._avoid[chunk.id] = [m.tail_words(c.text) for c in chunk.avoid]
             learned = [(m.phrase_key(c.text), label_of_context[c.id]) for c in chunk.contexts
-                       if c.origin == LEARNED and words(c.text) and c.id in label_of_context]
+                       if c.origin == LEARNED and written_words(c.text) and c.id in label_of_context]
             if learned:             # only chunks with some: the map is rebuilt from them at every edit
                 self._chunk_phrases[chunk.id] = learned
             bag = m.chunk_words((c.text for c in chunk.contexts), chunk.label)

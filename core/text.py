@@ -21,6 +21,18 @@ def words(text: str) -> list[str]:
     return out
 
 
+def written_words(text: str) -> list[str]:
+    """Words as the user wrote them: lower-cased, split at whitespace, punctuation kept, a part with no
+    letter or digit left out. What learning and dismissal count and compare ("I'm" is one word, and
+    "Mobile:" a label, not the "mobile" of "I lost my mobile"); :func:`words` is for word overlap
+    with the model's vocabulary of fields, where "emails" and "email" are one.
+
+    >>> written_words("I'm now — at Mobile:")
+    ["i'm", 'now', 'at', 'mobile:']
+    """
+    return [part for part in text.lower().split() if any(ch.isalnum() for ch in part)]
+
+
 def inside_word(text: str, next_piece: bytes) -> bool:
     """Whether *next_piece* (a token's bytes) would continue the word *text* ends with: no library
     value, snippet or learned phrase starts there (a mined chunk may: it was cut at any token).
@@ -179,7 +191,7 @@ def learnable(phrase: str) -> bool:
     """
     # Words as written, not the pieces words() splits them into: "I'm" is one word, and learned alone
     # it put the email after every "I'm" (bench/personal.py --feedback: a name's place on the test split).
-    n = sum(any(ch.isalnum() for ch in part) for part in phrase.split())
+    n = len(written_words(phrase))
     return n >= 2 or (n == 1 and phrase.rstrip().endswith(":"))
 
 

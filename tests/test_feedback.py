@@ -120,6 +120,17 @@ def test_a_dismissed_chunk_is_not_offered_there_again(profile_engine):
     assert all(c.origin != DISMISSED for c in chunk.contexts)
 
 
+def test_a_dismissal_after_a_contraction_keeps_to_its_place(profile_engine):
+    """Bug caught: places were compared by word pieces, so "I'm now" (where the user writes their new
+    job) and "I'm on" shared "i" and "m", half their words, and Esc on the phone number after the
+    first kept it out after the second too."""
+    engine, phone, _email = profile_engine
+    assert suggest(engine, "Hi,\n\nI'm on") == [phone]
+    engine.dismiss(phone, "Hello Sam,\n\nI'm now")
+    assert phone not in suggest(engine, "Dear Jo,\n\nI'm now")      # the place dismissed, in another email
+    assert suggest(engine, "Hi,\n\nI'm on") == [phone]
+
+
 def test_dismissing_a_deleted_chunk_is_a_no_op(profile_engine):
     engine, phone, _email = profile_engine
     engine.store.remove_chunk(phone)
