@@ -30,7 +30,7 @@ from PySide6.QtGui import (QAction, QColor, QFontMetricsF, QKeyEvent, QPainter, 
 from PySide6.QtWidgets import QPlainTextEdit, QToolTip
 
 from chunkwise.core import Piece
-from chunkwise.core.decoding import split_pieces
+from chunkwise.core.pieces import split_pieces
 
 from .qtext import py_index, qt_len
 from .theme import colours

@@ -1,4 +1,4 @@
-"""How the model's-next-word gate's bar (core/decoding.py GOES_ON) trades misplaced values for right ones.
+"""How the model's-next-word gate's bar (core/placement.py GOES_ON) trades misplaced values for right ones.
 
 With the gate switched off, bench/prose.py (dev: the user's values in ordinary prose) and
 bench/personal.py (dev: the user's own details on unseen phrasings) are run as usual; wherever
@@ -22,7 +22,8 @@ import numpy as np  # noqa: E402
 
 from bench import personal, prose  # noqa: E402
 from bench.common import machine, table  # noqa: E402
-from chunkwise.core import decoding  # noqa: E402
+from chunkwise.core import decoding, placement  # noqa: E402
+from chunkwise.core.sampling import token_probability  # noqa: E402
 
 BARS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6)
 _seen: list[tuple[bool, float, str]] = []     # (the gate's other conditions hold, top probability, its piece)
@@ -30,13 +31,13 @@ _seen: list[tuple[bool, float, str]] = []     # (the gate's other conditions hol
 
 def _recording(self, logits, proposal) -> bool:
     """Decoder.words_go_on switched off: what it would have seen is recorded instead."""
-    bar, decoding.GOES_ON = decoding.GOES_ON, 0.0
+    bar, placement.GOES_ON = placement.GOES_ON, 0.0
     try:
         eligible = _original(self, logits, proposal)       # every condition but the bar
     finally:
-        decoding.GOES_ON = bar
+        placement.GOES_ON = bar
     top = int(np.argmax(logits))
-    _seen.append((eligible, decoding.token_probability(logits, top), self.rt.piece(top).decode("utf-8", "replace")))
+    _seen.append((eligible, token_probability(logits, top), self.rt.piece(top).decode("utf-8", "replace")))
     return False
 
 
@@ -91,7 +92,7 @@ def main() -> None:
     n_mis = sum(o == "misplaced" for o, _s, _t in places)
     rows = []
     for bar in BARS:
-        rows.append([f"{bar:.2f}" + (" (GOES_ON)" if bar == decoding.GOES_ON else ""),
+        rows.append([f"{bar:.2f}" + (" (GOES_ON)" if bar == placement.GOES_ON else ""),
                      f"{sum(o == 'misplaced' and stopped(s, bar) for o, s, _t in places)} of {n_mis}",
                      sum(o == "right" and stopped(s, bar) for o, s, _t in places),
                      sum(o == "right" and stopped(s, bar) for o, s, _t in cases),

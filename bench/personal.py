@@ -340,12 +340,12 @@ ABLATIONS = {
 
 
 def ablate(split: str = "dev") -> str:
-    """The dev split with each gate of core/decoding.py and the slot classifier switched off in turn."""
-    import chunkwise.core.decoding as decoding
+    """The dev split with each gate of core/placement.py and the slot classifier switched off in turn."""
     import chunkwise.core.engine as engine_module
+    import chunkwise.core.placement as placement
     import chunkwise.core.whose as whose
 
-    module = {"OWNER_MIN": whose, "LEAD_IN_WORDS": decoding, "person_cue": whose}
+    module = {"OWNER_MIN": whose, "LEAD_IN_WORDS": placement, "person_cue": whose}
     saved = {k: getattr(m, k) for k, m in module.items()}
     real = engine_module.Engine._slot_classifier
     rows = []

@@ -4,7 +4,8 @@ The few names a caller needs::
 
     from chunkwise.core import Engine, GenerationRequest, ChunkStore, ChunkwiseError
 """
-from .decoding import Piece, Stats
+from .decoding import Stats
+from .pieces import Piece
 from .engine import Completion, Engine, GenerationRequest, Span
 from .errors import Cancelled, ChunkwiseError, ImportFormatError, ModelError, StoreError
 from .paths import bundled_model_path, default_db_path

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from .decoding import Decoder, DecodeSettings, Piece, Stats
+from .decoding import Decoder, DecodeSettings, Stats
+from .pieces import Piece
 from .drafting import NGramDrafter
 from .encoding import ContextStates, Encoder, ModelStats
 from .errors import ChunkwiseError

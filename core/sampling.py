@@ -160,3 +160,13 @@ class StopMatcher:
     def flush(self) -> str:
         out, self._held = self._held, ""
         return out
+
+
+def token_probability(logits: np.ndarray, token: int) -> float:
+    """The probability the logits (V,) give *token*, softmax in float64.
+
+    >>> round(token_probability(np.log(np.array([0.2, 0.8], np.float32)), 1), 3)
+    0.8
+    """
+    logits = np.asarray(logits, np.float64)
+    return float(1.0 / np.exp(logits - logits[token]).sum())

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from chunkwise.core import ChunkStore, Engine
-from chunkwise.core.decoding import GOES_ON, DecodeSettings, Decoder, _State
+from chunkwise.core.decoding import DecodeSettings, Decoder, _State
+from chunkwise.core.placement import GOES_ON
 from chunkwise.core.encoding import local_mean, local_rows
 from chunkwise.core.matching import Proposal
 from chunkwise.core.settings import Settings

@@ -89,9 +89,9 @@ def test_a_value_the_model_starts_writing_again_ends_the_suggestion_before_it():
     and so does another of the user's values (a chunk), even one that begins alike (two web
     addresses).  Bugs caught: the fragment or its line break let out, a second value of the user's
     cut, a short value stopping every word that starts like it."""
-    from chunkwise.core.decoding import Piece, _ValueRepeats
+    from chunkwise.core.pieces import Piece, ValueRepeats
 
-    repeats = _ValueRepeats()
+    repeats = ValueRepeats()
     repeats.arm("\nRosenweg 7, 80331 München, Germany")
     out, stopped = repeats.feed_all([Piece("\n"), Piece("Rosen")])
     assert stopped and out == []
