@@ -86,9 +86,11 @@ def stopped(seen: tuple | None, bar: float) -> bool:
 
 def main() -> None:
     print(f"Machine: {machine()}\n", flush=True)
-    decoding.Decoder.words_go_on = _recording
-    places, cases = prose_places(), personal_cases()
-    decoding.Decoder.words_go_on = _original
+    decoding.Decoder.words_go_on = _recording          # over the gate the Decoder takes from Placement
+    try:
+        places, cases = prose_places(), personal_cases()
+    finally:
+        del decoding.Decoder.words_go_on                   # Placement's own again
     n_mis = sum(o == "misplaced" for o, _s, _t in places)
     rows = []
     for bar in BARS:

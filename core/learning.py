@@ -1,8 +1,8 @@
 """Learning from the user's writing: mined chunks and kNN-LM rows stored in one transaction.
 
 >>> from core.learning import mine           # doctest: +SKIP
->>> result = mine(engine, read_corpus(["~/Mail/sent.mbox"]), gamma=0.9)
->>> result.new_chunks, result.knn_rows
+>>> result = mine(engine, read_corpus(["~/Mail/sent.mbox"]), gamma=0.9)   # doctest: +SKIP
+>>> result.new_chunks, result.knn_rows                                      # doctest: +SKIP
 
 The pieces: :mod:`chunkwise.core.scoring` runs the model over a text, :mod:`chunkwise.core.distill` cuts chunks
 from it, this module stores them and keeps the kNN-LM graph.  Measuring what was learned is

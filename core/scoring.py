@@ -5,10 +5,10 @@ Documents longer than the window are scored in windows of 512 tokens with a stri
 positions in the first 64 tokens of a later window were already scored with more context
 and are skipped (CD-LM appendix D.1).  Two tokenizers are compared through byte offsets
 (:func:`token_offsets`, :func:`align_logprob`), which is how a teacher of another family
-scores the student's tokens (KCD-LM).
+scores the student's tokens (KCD-LM): ``score(...).logprob`` is (n,), log p(token i | tokens before it).
 
 >>> tokens, first = document_tokens(rt, Document("mail", "Thanks, see you Monday."))   # doctest: +SKIP
->>> score(rt, tokens, first).logprob           # (n,) log p(token i | tokens before it)
+>>> score(rt, tokens, first).logprob   # doctest: +SKIP
 """
 from __future__ import annotations
 

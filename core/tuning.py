@@ -1,7 +1,7 @@
 """The similarity threshold as users weigh it: right insertions against wrong and misplaced ones.
 
 >>> result = tune_insertions(engine, [my_sent_email_text])          # doctest: +SKIP
->>> result.threshold, result.extreme
+>>> result.threshold, result.extreme                                # doctest: +SKIP
 (0.2, False)
 
 Perplexity alone rewards inserting (the paper tunes eta so; ``tune_threshold`` below

@@ -154,7 +154,8 @@ def test_digits_the_model_wrote_stay_before_a_phrase_of_the_users_writing(runtim
     "is due to end on , and I'm": the digits the model wrote, held as the possible start of an invented
     number, were dropped before every chunk.  Before a phrase mined from the user's mail they are part
     of the sentence; before the user's own phone number the model's start of one still goes."""
-    from chunkwise.core.decoding import DecodeSettings, Decoder, Piece
+    from chunkwise.core.decoding import DecodeSettings, Decoder
+    from chunkwise.core.pieces import Piece
 
     def shown(*pieces: Piece) -> str:
         decoder = Decoder(runtime, None, DecodeSettings())
@@ -178,7 +179,8 @@ def test_nothing_runs_on_into_the_users_value_after_a_lone_period(runtime):
     """The website "https://anamarin.design" came out as "https://anamarin.design.com/" on the dev
     split: a lone "." (which may end the sentence) and then "com/" glued to it.  After the period only
     a space may follow; a period that ends the sentence, or a comma, still may."""
-    from chunkwise.core.decoding import DecodeSettings, Decoder, Piece
+    from chunkwise.core.decoding import DecodeSettings, Decoder
+    from chunkwise.core.pieces import Piece
 
     def glued(*pieces: str) -> bool:
         decoder = Decoder(runtime, None, DecodeSettings())
@@ -202,7 +204,8 @@ def test_no_closing_bracket_the_line_never_opened_after_the_users_value(runtime)
     """After "Phone:" the suggestion was " (555) 123-4567)": the user's number, then a ")" of the
     model's that closes nothing (paper profile, bench/cli_profile.py; docs/img/first-line-xvfb.png).  A
     bracket the line opened before the value may still close: "(mobile: +49 151 2384 7712)"."""
-    from chunkwise.core.decoding import DecodeSettings, Decoder, Piece
+    from chunkwise.core.decoding import DecodeSettings, Decoder
+    from chunkwise.core.pieces import Piece
 
     def glued(before: str, value: str, after: str) -> bool:
         decoder = Decoder(runtime, None, DecodeSettings())
