@@ -30,7 +30,12 @@ def written_words(text: str) -> list[str]:
     >>> written_words("I'm now — at Mobile:")
     ["i'm", 'now', 'at', 'mobile:']
     """
-    return [part for part in text.lower().split() if any(ch.isalnum() for ch in part)]
+    return [part for part in text.lower().split() if _is_word(part)]
+
+
+def _is_word(part: str) -> bool:
+    """A whitespace-separated part that is a word as written: it has a letter or digit ("—" has none)."""
+    return any(ch.isalnum() for ch in part)
 
 
 def inside_word(text: str, next_piece: bytes) -> bool:
@@ -207,4 +212,5 @@ def lead_in(text: str) -> str:
         lines = [line.strip() for line in text[-300:].splitlines() if line.strip()]
         sentence = current_sentence(lines[-1]).strip() if lines else ""
     parts = sentence.split()
-    return " ".join(parts[-PHRASE_WORDS:])
+    at = [i for i, part in enumerate(parts) if _is_word(part)]    # PHRASE_WORDS counts words as written
+    return " ".join(parts[at[-PHRASE_WORDS] if len(at) > PHRASE_WORDS else 0:])

@@ -1,6 +1,4 @@
 """Where a word goes on: the decoder looks for the user's own values only where a word can start."""
-import doctest
-
 import pytest
 
 from chunkwise.core import slots, text
@@ -35,6 +33,13 @@ def test_the_words_hash_is_the_one_the_shipped_classifier_was_trained_with():
     assert slots.word_slots("") == []
 
 
-def test_the_examples_in_text_and_slots_hold():
-    for module in (text, slots):
-        assert doctest.testmod(module).failed == 0
+def test_a_learned_phrase_counts_words_as_written():
+    """The phrase before a value that learning stores and dismissal remembers (text.lead_in) holds
+    PHRASE_WORDS words as written: a dash between them is no word.  Catches: marks counted as
+    words, which cut a long lead-in short by as many words as it had dashes."""
+    words = [f"w{i}" for i in range(text.PHRASE_WORDS + 3)]
+    sentence = " — ".join(words[:6]) + " " + " ".join(words[6:]) + " on"
+    phrase = text.lead_in(f"Hi Jo,\n\nThanks. {sentence}")
+    assert text.written_words(phrase) == text.written_words(sentence)[-text.PHRASE_WORDS:]
+    assert phrase.endswith(" on") and " — " in phrase
+    assert text.lead_in("Thanks. Ring me on ") == "Ring me on"                 # short: the sentence whole
