@@ -47,10 +47,11 @@ PY
 }
 
 editor_with() {         # $1: display, $2: passphrase, $3: a persona whose day-one library is seeded,
-    xvfb_start "$1"     # "paper" for the paper's profile, or none.  The editor started on a private
-    export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring     # display and store, its body focused.
-    export CHUNKWISE_PASSPHRASE=$2
-    if [ "$3" = paper ]; then seed_paper_profile; elif [ -n "$3" ]; then seed_persona "$3"; fi
+    xvfb_start "$1"     # "paper" for the paper's profile, "entries" for seed_entries' lines on stdin, or
+    export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring     # none.  The editor started on a
+    export CHUNKWISE_PASSPHRASE=$2                                  # private display and store, its body focused.
+    if [ "$3" = paper ]; then seed_paper_profile; elif [ "$3" = entries ]; then seed_entries
+    elif [ -n "$3" ]; then seed_persona "$3"; fi
     app_start 40
     window_focus
 }

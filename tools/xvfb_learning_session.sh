@@ -2,14 +2,10 @@
 # Drive the real editor under Xvfb as a user would: type a phone number by hand, turn a chunk down, open the learned list.
 set -x
 source "$(dirname "$0")/xvfb_common.sh"
-xvfb_start 99
-export CHUNKWISE_PASSPHRASE=xvfb-session-only
-seed_entries <<'ENTRIES'
+editor_with 99 xvfb-session-only entries <<'ENTRIES'
 phone|+44 20 7946 0321|My phone number is; You can call me on
 email|mara@nordhavn.co.uk|My email is; Email me at
 ENTRIES
-app_start 25
-window_focus
 xdotool type --delay 60 "Hi Oskar,"
 xdotool key Return Return
 xdotool type --delay 60 "For anything urgent, ring me direct on +44 20 7946 0321 and I will come down."

@@ -4,14 +4,10 @@
 # come back after every "I'm"; a phrase of two words ("loop me in at") is learned as before.
 set -x
 source "$(dirname "$0")/xvfb_common.sh"
-xvfb_start 99
-export CHUNKWISE_PASSPHRASE=xvfb-session-only
-seed_entries <<'ENTRIES'
+editor_with 99 xvfb-session-only entries <<'ENTRIES'
 name|Mara Lindqvist|My name is; Kind regards,
 email|mara@nordhavn.co.uk|My email is; Email me at
 ENTRIES
-app_start 25
-window_focus
 xdotool type --delay 60 "Hi Oskar,"
 xdotool key Return Return
 xdotool type --delay 60 "Can you cc me on that thread? I'm mara@nordhavn.co.uk if you lost it. And please loop me in at mara@nordhavn.co.uk too."

@@ -5,14 +5,10 @@
 # 83bd097); the new probe reads it -0.66 (python bench/probes.py --quoted).
 #   bash tools/xvfb_writer_probe.sh [NAME]     # the screenshot's name, writer-probe by default
 source "$(dirname "$0")/xvfb_common.sh"
-xvfb_start 96
-export PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring CHUNKWISE_PASSPHRASE=xvfb-writer-probe
-seed_entries <<'LIB'
+editor_with 96 xvfb-writer-probe entries <<'LIB'
 home address|12 Rue des Lilas, 69003 Lyon, France|My home address is; Please send it to my flat at; I live at
 email|claire.dubois@posteo.fr|My email is; You can email me at; Write to me at
 LIB
-app_start 40
-window_focus
 xdotool type --delay 50 "Hi,"
 xdotool key Return Return
 xdotool type --delay 50 "Ship to:"
