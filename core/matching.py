@@ -42,7 +42,7 @@ import numpy as np
 from .encoding import BACKGROUND_FILE, ModelStats
 from .slots import NONE, SENTENCE_KINDS, THIRD_PARTY, SlotClassifier, label_fields
 from .matching_state import MatchingState
-from .text import at_line_start, current_sentence, is_sentence, lead_in, words, written_words
+from .text import at_line_start, content_words, current_clause, current_sentence, is_sentence, lead_in, words, written_words
 
 CANDIDATES = 16          # nearest contexts fetched per step
 COMMON_SHARE = 0.05      # a word in 1 of 20 background paragraphs or more is common (_Lexicon.common)
@@ -594,7 +594,7 @@ class ChunkMatcher(MatchingState):
                 return None
             if score < self.cut_for(chunk_id, text):
                 continue
-            if self.rival_near(chunk_id, score, open_):
+            if self.rival_near(chunk_id, score, open_, text):
                 return None               # two of the user's fields read alike: neither (nor a weaker one)
             # Two values of this field (a work and a personal email), each sure enough for its own cut:
             # which one.  The field was decided above, by its best reading (the rival rule included).
@@ -651,18 +651,50 @@ class ChunkMatcher(MatchingState):
         named = label_fields(text)
         return agreement if named is None else {k: v for k, v in agreement.items() if self.typed_field(k) in named}
 
-    def rival_near(self, chunk_id: int, score: float, agreement: dict[int, float]) -> bool:
+    def rival_near(self, chunk_id: int, score: float, agreement: dict[int, float], text: str = "") -> bool:
         """Whether another field of the user's reads nearly as well as *chunk_id*'s (*score*) in
         *agreement* (chunk id -> reading, the chunks that may come here): under :func:`rival_ratio`
-        times the best such reading.  A value excluded or already written is no rival: it is not
-        asked for here."""
+        times the best such reading, unless the clause being written (*text*) says a word the user
+        leads into *chunk_id* with and none of theirs (:meth:`named_by_lead_ins`).  The words only
+        confirm the best reading (typed_proposal asks this of it alone): letting them put a weaker one
+        first gained one more dev value and put the phone where "While I'm travelling, contact me at"
+        may ask for either (tests/test_slots.py).  A value excluded or already written is no rival: it
+        is not asked for here."""
         ratio = rival_ratio(self.threshold)
-        return ratio > 1.0 and score < ratio * self.rival_of(chunk_id, agreement)
-
-    def rival_of(self, chunk_id: int, agreement: dict[int, float]) -> float:
-        """The best reading in *agreement* (chunk id -> reading) of a typed chunk of another field than *chunk_id*'s."""
+        if ratio <= 1.0:
+            return False
         field = self.typed_field(chunk_id)
-        return max((a for k, a in agreement.items() if self.typed_field(k) != field), default=0.0)
+        rivals = [k for k, a in agreement.items() if self.typed_field(k) != field and score < ratio * a]
+        return bool(rivals) and not self.named_by_lead_ins(chunk_id, rivals, text)
+
+    def named_by_lead_ins(self, chunk_id: int, rivals: Sequence[int], text: str) -> bool:
+        """Whether the clause being written says a word of the user's own lead-ins or label for *chunk_id*
+        and none of those for *rivals* (of other fields, read nearly as well): "Call me:" after the user
+        stored "Call me at" for their phone and "My hours" for the availability snippet the classifier
+        read nearly as likely.  Content words only (text.content_words: "call", not "me" or "at"), and
+        not words all of them share; unlike :meth:`which_of`, a word common in email counts, since the
+        words that name a field ("email", "name") are.  The clause, not the sentence
+        (text.current_clause): "Our office line, in case email is slow, is" names the email and asks
+        for the phone.  The value's own words do not count: "product" in "on the product team" asks
+        for no "Product Designer".
+
+        >>> m.named_by_lead_ins(phone, [availability], "Call me:")      # doctest: +SKIP
+        True
+        """
+        leads = {k: self._chunks[k]["leads"] for k in (chunk_id, *rivals)}
+        shared = set.intersection(*leads.values())
+        clause = content_words(current_clause(text))
+        return bool(clause & (leads[chunk_id] - shared)) and not any(clause & (leads[k] - shared) for k in rivals)
+
+    def rival_of(self, chunk_id: int, agreement: dict[int, float], text: str | None = None) -> float:
+        """The best reading in *agreement* (chunk id -> reading) of a typed chunk of another field than
+        *chunk_id*'s; with *text*, none (0) where the clause says the user's lead-in words for *chunk_id*
+        and none of any other field's there (:meth:`named_by_lead_ins`), so no rival stops it."""
+        field = self.typed_field(chunk_id)
+        others = [k for k in agreement if self.typed_field(k) != field]
+        if text is not None and others and self.named_by_lead_ins(chunk_id, others, text):
+            return 0.0
+        return max((agreement[k] for k in others), default=0.0)
 
 
 class Once:

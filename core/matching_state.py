@@ -29,7 +29,7 @@ import numpy as np
 from .index import VectorIndex
 from .slots import features as slot_features, shape_fields
 from .store import DISMISSED, LEARNED, ChunkStore
-from .text import is_sentence, words, written_words
+from .text import content_words, is_sentence, words, written_words
 from .whose import speaks_as_we
 
 CALIBRATION_QUERIES = 1000   # background rows whose best match sets the background level
@@ -201,11 +201,13 @@ class MatchingState:
             # "own": the words the user gave this chunk in the library (its lead-ins, label and value; unlike
             # "words", not its field's usual words, nor learned contexts: a value taken once after "my personal
             # email is" must not make "personal" the work email's too): what sets it apart from another value
-            # of its field (ChunkMatcher.which_of).
+            # of its field (ChunkMatcher.which_of).  "leads": the content words of its lead-ins and label, not its
+            # value: which of two of the user's fields a sentence asks for (ChunkMatcher.named_by_lead_ins).
             stored = " ".join(c.text for c in chunk.contexts if c.origin != LEARNED)
             own = set(words(f"{stored} {chunk.label or ''} {chunk.text}"))
             self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag,
-                                      "own": own, "group": speaks_as_we(c.text for c in chunk.contexts)}
+                                      "own": own, "leads": content_words(f"{stored} {chunk.label or ''}"),
+                                      "group": speaks_as_we(c.text for c in chunk.contexts)}
             if chunk.kind not in m.REPEATABLE_KINDS:
                 self._own[chunk.id] = chunk.text.strip()
         self._phrases = self._phrase_map()

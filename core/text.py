@@ -21,6 +21,29 @@ def words(text: str) -> list[str]:
     return out
 
 
+# English closed-class words (pronouns, determiners, prepositions, auxiliaries, conjunctions) and the parts
+# :func:`words` leaves of a contraction ("number's" -> "number", "s"): they say how a sentence is built,
+# not what it asks for.  A short list written here rather than a dependency (NLTK's list needs its data
+# downloaded; this one is all :func:`content_words` needs).
+FUNCTION_WORDS = frozenset("""
+a an the my your our his her their its this these those each every some any all no
+i me we us you he him she it they them myself mine yours ours who whom whose which what that
+at on to in of for with by from via as about into onto over under after before up out off through per
+is are was were be been being am do does did done have has had can could will would shall should may might must
+and or but so if when while than then because though also just not yes here there please
+s m re ll ve d t
+""".split())
+
+
+def content_words(text: str) -> set[str]:
+    """The words of *text* (as :func:`words` writes them) but :data:`FUNCTION_WORDS`: what it speaks of.
+
+    >>> sorted(content_words("My number's below, call me at"))
+    ['below', 'call', 'number']
+    """
+    return {w for raw in _WORD_RE.findall(text.lower()) if raw not in FUNCTION_WORDS for w in words(raw)}
+
+
 def written_words(text: str) -> list[str]:
     """Words as the user wrote them: lower-cased, split at whitespace, punctuation kept, a part with no
     letter or digit left out. What learning and dismissal count and compare ("I'm" is one word, and
@@ -69,6 +92,22 @@ def current_sentence(text: str, limit: int = 300) -> str:
     ends = [m for m in _SENTENCE_END.finditer(tail)
             if not (m.group()[0] == "." and _word_before(tail, m.start()) in _ABBREVIATIONS)]
     return tail[ends[-1].end():] if ends else tail
+
+
+_CLAUSE_MARK = re.compile(r"[,;:()\u2013\u2014]|\s-\s")
+
+
+def current_clause(text: str) -> str:
+    r"""The clause being written: :func:`current_sentence` after its last comma, semicolon, colon, bracket
+    or dash, such a mark it ends with aside (the clause that leads into what comes next).
+
+    >>> current_clause("Our office line, in case email is slow, is"), current_clause("Hi,\n\nCall me:")
+    (' is', 'Call me:')
+    """
+    sentence = current_sentence(text)
+    body = sentence.rstrip().rstrip(":,\u2013\u2014-")
+    marks = list(_CLAUSE_MARK.finditer(body))
+    return sentence[marks[-1].end():] if marks else sentence
 
 
 def sentence_opening(text: str) -> str:

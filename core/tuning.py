@@ -172,7 +172,8 @@ def insertion_places(engine, text: str, limit: int = 3000, progress: Progress | 
                      cancelled: Callable[[], bool] | None = None) -> list[Place]:
     """For each word boundary of *text*: the chunk matching would offer there and the highest
     threshold at which it still would (typed details: the slot classifier's agreement, and how far
-    it leads the best reading of another of the user's fields, matching.threshold_reaching; other
+    it leads the best reading of another of the user's fields unless the user's lead-in words settle
+    it, matching.threshold_reaching and ChunkMatcher.rival_of; other
     chunks: the calibrated match score).  The editor's place gates are not run here.
     *cancelled* is asked at each word: true raises :class:`Cancelled`."""
     from .text import lead_in
@@ -196,7 +197,7 @@ def insertion_places(engine, text: str, limit: int = 3000, progress: Progress | 
         best = None
         readings = matcher.labelled(matcher.type_agreement(p.hidden, p.local, so_far), so_far)
         for chunk_id, agreement in readings.items():
-            reach = threshold_reaching(agreement, matcher.rival_of(chunk_id, readings))
+            reach = threshold_reaching(agreement, matcher.rival_of(chunk_id, readings, so_far))
             if best is None or reach > best[1]:
                 best = (chunk_id, reach)
         if best is not None:             # of two values of that field, the one decoding would take
