@@ -23,14 +23,14 @@ with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
 PY
 }
 
-seed_entries() {        # lines "label|value|context; context" on stdin go into the private store as personal details.
-    .venv/bin/python -c '
+seed_entries() {        # lines "label|value|context; context" on stdin go into the private store as personal details
+    .venv/bin/python -c '   # (a fourth part "|snippet" stores a snippet instead).
 import os, sys
 from chunkwise.core import ChunkStore
 with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
     for line in filter(str.strip, sys.stdin):
-        label, value, contexts = line.rstrip("\n").split("|")
-        s.add_chunk(value, "pii", [c.strip() for c in contexts.split(";")], label=label)
+        label, value, contexts, *kind = line.rstrip("\n").split("|")
+        s.add_chunk(value, kind[0] if kind else "pii", [c.strip() for c in contexts.split(";")], label=label)
 '
 }
 
