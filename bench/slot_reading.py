@@ -71,8 +71,9 @@ def read_cases(split: str, verbose: bool) -> tuple[list[dict], float]:
             agreement, others = m.type_readings(hidden, local, text)
             agreement = m.labelled(agreement, text)      # as ChunkMatcher.typed_proposal: a label's own field
             best, score = max(agreement.items(), key=lambda kv: kv[1]) if agreement else (None, 0.0)
-            # The best reading among the user's chunks of another field (--clear-lead's and --rival's rival).
-            rival = m.rival_of(best, agreement) if best is not None else 0.0
+            # The best reading among the user's chunks of another field (--clear-lead's and --rival's rival): none
+            # where the user's lead-in words settle it, as in decoding (ChunkMatcher.settled_by_words).
+            rival = m.rival_of(best, agreement, text) if best is not None else 0.0
             row = {"id": c["id"], "kind": c["kind"], "field": c.get("field"), "best": field_of.get(best),
                    "agreement": score, "rival": rival, "someone_elses": others,
                    "probe": whose.writer_evidence(rt), "cue": whose.person_cue(text),

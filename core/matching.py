@@ -651,32 +651,37 @@ class ChunkMatcher(MatchingState):
         named = label_fields(text)
         return agreement if named is None else {k: v for k, v in agreement.items() if self.typed_field(k) in named}
 
-    def rival_near(self, chunk_id: int, score: float, agreement: dict[int, float], text: str = "") -> bool:
+    def rival_near(self, chunk_id: int, score: float, agreement: dict[int, float], text: str) -> bool:
         """Whether another field of the user's reads nearly as well as *chunk_id*'s (*score*) in
         *agreement* (chunk id -> reading, the chunks that may come here): under :func:`rival_ratio`
-        times the best such reading, unless the clause being written (*text*) says a word the user
-        leads into *chunk_id* with and none of theirs (:meth:`named_by_lead_ins`).  The words only
-        confirm the best reading (typed_proposal asks this of it alone): letting them put a weaker one
-        first gained one more dev value and put the phone where "While I'm travelling, contact me at"
-        may ask for either (tests/test_slots.py).  A value excluded or already written is no rival: it
-        is not asked for here."""
+        times the best such reading, unless the user's own words settle it (:meth:`settled_by_words`).
+        A value excluded or already written is no rival: it is not asked for here."""
         ratio = rival_ratio(self.threshold)
         if ratio <= 1.0:
             return False
         field = self.typed_field(chunk_id)
         rivals = [k for k, a in agreement.items() if self.typed_field(k) != field and score < ratio * a]
-        return bool(rivals) and not self.named_by_lead_ins(chunk_id, rivals, text)
+        return bool(rivals) and not self.settled_by_words(chunk_id, score, rivals, agreement, text)
+
+    def settled_by_words(self, chunk_id: int, score: float, rivals: Sequence[int], agreement: dict[int, float],
+                         text: str) -> bool:
+        """Whether *chunk_id* (its reading *score*) reads at least as well as each of *rivals* (their
+        readings in *agreement*) and the clause being written (*text*) says the user's own lead-in
+        words for it and none of theirs (:meth:`named_by_lead_ins`).  The words only confirm the best
+        reading: letting them put a weaker one first gained one more dev value and put the phone where
+        "While I'm travelling, contact me at" may ask for either (tests/test_slots.py)."""
+        return (all(agreement[k] <= score for k in rivals)
+                and self.named_by_lead_ins(chunk_id, rivals, text))
 
     def named_by_lead_ins(self, chunk_id: int, rivals: Sequence[int], text: str) -> bool:
         """Whether the clause being written says a word of the user's own lead-ins or label for *chunk_id*
-        and none of those for *rivals* (of other fields, read nearly as well): "Call me:" after the user
-        stored "Call me at" for their phone and "My hours" for the availability snippet the classifier
-        read nearly as likely.  Content words only (text.content_words: "call", not "me" or "at"), and
-        not words all of them share; unlike :meth:`which_of`, a word common in email counts, since the
-        words that name a field ("email", "name") are.  The clause, not the sentence
-        (text.current_clause): "Our office line, in case email is slow, is" names the email and asks
-        for the phone.  The value's own words do not count: "product" in "on the product team" asks
-        for no "Product Designer".
+        and none of those for *rivals* (of other fields): "Call me:" after the user stored "Call me at"
+        for their phone and "My hours" for the availability snippet the classifier read nearly as
+        likely.  Content words only (text.content_words: "call", not "me" or "at"), and not words all
+        of them share; unlike :meth:`which_of`, a word common in email counts, since the words that
+        name a field ("email", "name") are.  The clause, not the sentence (text.current_clause): "Our
+        office line, in case email is slow, is" names the email and asks for the phone.  The value's
+        own words do not count: "product" in "on the product team" asks for no "Product Designer".
 
         >>> m.named_by_lead_ins(phone, [availability], "Call me:")      # doctest: +SKIP
         True
@@ -688,11 +693,11 @@ class ChunkMatcher(MatchingState):
 
     def rival_of(self, chunk_id: int, agreement: dict[int, float], text: str | None = None) -> float:
         """The best reading in *agreement* (chunk id -> reading) of a typed chunk of another field than
-        *chunk_id*'s; with *text*, none (0) where the clause says the user's lead-in words for *chunk_id*
-        and none of any other field's there (:meth:`named_by_lead_ins`), so no rival stops it."""
+        *chunk_id*'s; with *text*, none (0) where the user's words settle it against all of them
+        (:meth:`settled_by_words`), so that no rival stops it, as in decoding."""
         field = self.typed_field(chunk_id)
         others = [k for k in agreement if self.typed_field(k) != field]
-        if text is not None and others and self.named_by_lead_ins(chunk_id, others, text):
+        if text is not None and others and self.settled_by_words(chunk_id, agreement[chunk_id], others, agreement, text):
             return 0.0
         return max((agreement[k] for k in others), default=0.0)
 

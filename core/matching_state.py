@@ -202,7 +202,10 @@ class MatchingState:
             # "words", not its field's usual words, nor learned contexts: a value taken once after "my personal
             # email is" must not make "personal" the work email's too): what sets it apart from another value
             # of its field (ChunkMatcher.which_of).  "leads": the content words of its lead-ins and label, not its
-            # value: which of two of the user's fields a sentence asks for (ChunkMatcher.named_by_lead_ins).
+            # value: which of two of the user's fields a clause asks for (ChunkMatcher.named_by_lead_ins).  Two
+            # sets because the questions differ: between two values of one field the value's own words tell
+            # ("gmail"), and words common in email say nothing; between fields the value's words would
+            # mislead ("product" in "Product Designer"), and common words like "email" name the field.
             stored = " ".join(c.text for c in chunk.contexts if c.origin != LEARNED)
             own = set(words(f"{stored} {chunk.label or ''} {chunk.text}"))
             self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag,

@@ -21,29 +21,6 @@ def words(text: str) -> list[str]:
     return out
 
 
-# English closed-class words (pronouns, determiners, prepositions, auxiliaries, conjunctions) and the parts
-# :func:`words` leaves of a contraction ("number's" -> "number", "s"): they say how a sentence is built,
-# not what it asks for.  A short list written here rather than a dependency (NLTK's list needs its data
-# downloaded; this one is all :func:`content_words` needs).
-FUNCTION_WORDS = frozenset("""
-a an the my your our his her their its this these those each every some any all no
-i me we us you he him she it they them myself mine yours ours who whom whose which what that
-at on to in of for with by from via as about into onto over under after before up out off through per
-is are was were be been being am do does did done have has had can could will would shall should may might must
-and or but so if when while than then because though also just not yes here there please
-s m re ll ve d t
-""".split())
-
-
-def content_words(text: str) -> set[str]:
-    """The words of *text* (as :func:`words` writes them) but :data:`FUNCTION_WORDS`: what it speaks of.
-
-    >>> sorted(content_words("My number's below, call me at"))
-    ['below', 'call', 'number']
-    """
-    return {w for raw in _WORD_RE.findall(text.lower()) if raw not in FUNCTION_WORDS for w in words(raw)}
-
-
 def written_words(text: str) -> list[str]:
     """Words as the user wrote them: lower-cased, split at whitespace, punctuation kept, a part with no
     letter or digit left out. What learning and dismissal count and compare ("I'm" is one word, and
@@ -94,20 +71,24 @@ def current_sentence(text: str, limit: int = 300) -> str:
     return tail[ends[-1].end():] if ends else tail
 
 
-_CLAUSE_MARK = re.compile(r"[,;:()\u2013\u2014]|\s-\s")
+_CLAUSE_MARK = re.compile(r"[,;:\u2013\u2014]|\s-\s|--")
+_BRACKETED = re.compile(r"\([^()]*\)")
 
 
 def current_clause(text: str) -> str:
-    r"""The clause being written: :func:`current_sentence` after its last comma, semicolon, colon, bracket
-    or dash, such a mark it ends with aside (the clause that leads into what comes next).
+    r"""The clause being written: :func:`current_sentence` after its last comma, semicolon, colon or dash,
+    with a bracketed note left out and the marks it ends with set aside (the words that lead into
+    what comes next).
 
     >>> current_clause("Our office line, in case email is slow, is"), current_clause("Hi,\n\nCall me:")
-    (' is', 'Call me:')
+    (' is', 'Call me')
+    >>> current_clause("My phone (mobile) --")
+    'My phone'
     """
-    sentence = current_sentence(text)
-    body = sentence.rstrip().rstrip(":,\u2013\u2014-")
+    body = _BRACKETED.sub(" ", current_sentence(text))
+    body = body.rstrip(" \t\n:,;(\u2013\u2014-")
     marks = list(_CLAUSE_MARK.finditer(body))
-    return sentence[marks[-1].end():] if marks else sentence
+    return body[marks[-1].end():].rstrip() if marks else body.rstrip()
 
 
 def sentence_opening(text: str) -> str:
@@ -194,6 +175,29 @@ def opens_paragraph(text: str) -> bool:
 ARTICLES = frozenset({"a", "an", "the"})
 DETERMINERS = ARTICLES | {"my", "your", "our", "his", "her", "their", "its", "this", "these", "those",
                           "each", "every", "some", "any"}
+
+# English closed-class words (pronouns, prepositions, auxiliaries, conjunctions, the determiners above)
+# and the stems :func:`words`-style splitting leaves of a contraction ("number's" -> "number", "s";
+# "don't" -> "don", "t"): they say how a sentence is built, not what it asks for.  A short list
+# written here rather than a dependency (NLTK's list needs its data downloaded; this is all
+# :func:`content_words` needs).
+FUNCTION_WORDS = DETERMINERS | frozenset("""
+no all i me we us you he him she it they them myself mine yours ours who whom whose which what that how
+where why at on to in of for with by from via as about into onto over under after before up out off
+through per around until without is are was were be been being am do does did done have has had can
+could will would shall should may might must and or but so if when while than then because though also
+just not yes here there please more other only very
+s m re ll ve d t don won isn aren wasn weren didn doesn haven hasn couldn wouldn shouldn
+""".split())
+
+
+def content_words(text: str) -> set[str]:
+    """The words of *text* (as :func:`words` writes them) but :data:`FUNCTION_WORDS`: what it speaks of.
+
+    >>> sorted(content_words("My number's below, don't call me at"))
+    ['below', 'call', 'number']
+    """
+    return {w for raw in _WORD_RE.findall(text.lower()) if raw not in FUNCTION_WORDS for w in words(raw)}
 
 
 def last_determiner(text: str) -> str | None:

@@ -880,11 +880,29 @@ def test_the_users_own_lead_in_words_settle_two_fields_read_alike(labels_engine,
 
 
 def test_lead_in_words_never_put_a_weaker_reading_first(labels_engine):
-    """After "Call me any time:" the availability snippet reads first and the phone nearly as likely;
-    "call" is the phone's lead-in word, but the words only confirm the best reading, so neither goes
-    in.  Bug caught: the words overturning the classifier, the wrong-field risk the rival rule is for."""
+    """The words confirm the classifier's best reading and never overturn it: after "My hours:" (the
+    availability snippet's own words) the snippet still counts the phone as its rival where the phone
+    reads higher, and passes where it reads highest.  Bug caught: a weaker reading let in ahead of a
+    stronger one by its words (typed_proposal goes on past a reading under its cut to a snippet under
+    its lower one), the wrong-field risk the rival rule is for.  Readings given, the user's real library."""
     engine, ids = labels_engine
-    assert _values(engine, "Call me any time:") == []
+    m, phone, hours = engine.matcher, ids["phone"], ids["hours"]
+    assert m.named_by_lead_ins(hours, [phone], "My hours:")
+    assert m.rival_near(hours, 0.25, {phone: 0.30, hours: 0.25}, "My hours:")
+    assert not m.rival_near(hours, 0.30, {phone: 0.25, hours: 0.30}, "My hours:")
+
+
+def test_the_threshold_profile_never_puts_a_weaker_reading_first(profile_engine):
+    """After "While I'm travelling, contact me at" the email reads first and the phone nearly as well;
+    "contact" is one of the phone's lead-in words, but decoding inserts neither (the test above the
+    labels).  The profile must agree.  Bug caught: the profile asked the words of every reading, so it
+    showed the phone taken there up to 0.37, past the default, where decoding never takes it."""
+    from chunkwise.core.tuning import insertion_places
+
+    engine, ids = profile_engine
+    text = "While I'm travelling, contact me at"
+    last = [p for p in insertion_places(engine, text) if p.end == len(text)]
+    assert not [p for p in last if p.reach > Settings().threshold]
 
 
 def test_the_threshold_profile_counts_the_lead_in_words_too(labels_engine):

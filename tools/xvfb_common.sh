@@ -23,8 +23,10 @@ with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
 PY
 }
 
-seed_entries() {        # lines "label|value|context; context" on stdin go into the private store as personal details
-    .venv/bin/python -c '   # (a fourth part "|snippet" stores a snippet instead).
+# Lines "label|value|context; context" on stdin go into the private store as personal details (a fourth
+# part, "|snippet", stores a snippet instead).
+seed_entries() {
+    .venv/bin/python -c '
 import os, sys
 from chunkwise.core import ChunkStore
 with ChunkStore(os.environ["CHUNKWISE_DB"]) as s:
