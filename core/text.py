@@ -85,7 +85,9 @@ def current_clause(text: str) -> str:
     >>> current_clause("My phone (mobile) --")
     'My phone'
     """
-    body = _BRACKETED.sub(" ", current_sentence(text))
+    body, before = current_sentence(text), None
+    while body != before:                       # inner notes first: "x (a (b) c) is" -> "x   is"
+        body, before = _BRACKETED.sub(" ", body), body
     body = body.rstrip(" \t\n:,;(\u2013\u2014-")
     marks = list(_CLAUSE_MARK.finditer(body))
     return body[marks[-1].end():].rstrip() if marks else body.rstrip()
