@@ -694,14 +694,14 @@ class ChunkMatcher(MatchingState):
     def rival_of(self, chunk_id: int, agreement: dict[int, float], text: str | None = None) -> float:
         """The best reading in *agreement* (chunk id -> reading) of a typed chunk of another field than
         *chunk_id*'s; with *text*, none (0) where *chunk_id* reads best of all and the user's words
-        settle it against every other field (:meth:`settled_by_words`), so that no rival stops it.
-        Decoding asks the words of the first reading past its cut alone, so a value read below
-        another of its own field is not settled here either: the profile may report less than
-        decoding takes, never more."""
+        name it against every other field (:meth:`named_by_lead_ins`; :meth:`settled_by_words`' other
+        condition holds for the best of all), so that no rival stops it.  Decoding asks the words of
+        the first reading past its cut alone, so a value read below another of its own field is not
+        settled here either: the profile may report less than decoding takes, never more."""
         field = self.typed_field(chunk_id)
         others = [k for k in agreement if self.typed_field(k) != field]
         if (text is not None and others and agreement[chunk_id] >= max(agreement.values())
-                and self.settled_by_words(chunk_id, agreement[chunk_id], others, agreement, text)):
+                and self.named_by_lead_ins(chunk_id, others, text)):
             return 0.0
         return max((agreement[k] for k in others), default=0.0)
 
