@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data" / "personal"
 PERSONAS = ROOT / "bench" / "data" / "personas"
 # Which persona's sent mail each user's learned store comes from (styles differ on purpose).
-LEARNED_FROM = {"ana": "mara", "ben": "teo", "chloe": "mara"}
+LEARNED_FROM = {"ana": "mara", "ben": "teo", "chloe": "mara", "dara": "mara", "femi": "teo", "gus": "rhea"}
 
 
 def body_prompt(text: str) -> str:
@@ -371,6 +371,9 @@ def ablate(split: str = "dev") -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--split", choices=("dev", "test", "all", "both"), default="both")
+    ap.add_argument("--data", default="personal", choices=("personal", "fields"),
+                    help="the case set: bench/data/personal (default) or bench/data/fields (field types "
+                         "the other sets never store: postcode, date of birth, booking reference, tax ID...)")
     ap.add_argument("--threshold", type=float, default=None)
     ap.add_argument("--cases", type=int, default=None, help="only the first N cases of each split")
     ap.add_argument("--no-learned", action="store_true", help="the profile alone, no learned store")
@@ -383,8 +386,9 @@ def main() -> None:
                     help="cases measured before and after others are written with learning while writing: "
                          "test (the dev cases taught) or dev (two folds of dev, for diagnosis)")
     args = ap.parse_args()
-    global READY
+    global READY, DATA
     READY = args.ready
+    DATA = ROOT / "bench" / "data" / args.data
     print(f"Machine: {machine()}\n")
     OUT.mkdir(exist_ok=True)
     if args.ablate:
@@ -398,7 +402,7 @@ def main() -> None:
         summary, verdicts = evaluate(split, args.threshold, args.cases, not args.no_learned, args.verbose,
                                      args.model)
         print(report(split, summary))
-        suffix = f"-{Path(args.model).stem}" if args.model else ""
+        suffix = ("" if args.data == "personal" else f"-{args.data}") + (f"-{Path(args.model).stem}" if args.model else "")
         (OUT / f"personal-{split}{suffix}.json").write_text(json.dumps({"summary": summary, "cases": verdicts}, indent=1))
         kinds = Counter((v["kind"], v.get("inserted")) for v in verdicts if v.get("inserted"))
         print("insertions by (case kind, field):", dict(kinds), "\n")
