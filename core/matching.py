@@ -594,6 +594,8 @@ class ChunkMatcher(MatchingState):
                 return None
             if score < self.cut_for(chunk_id, text):
                 continue
+            if self.of_own_kind(chunk_id) and not self.named_alone(chunk_id, text):
+                continue                  # its reading is borrowed: only the user's words for it bring it
             if self.rival_near(chunk_id, score, open_, text):
                 return None               # two of the user's fields read alike: neither (nor a weaker one)
             # Two values of this field (a work and a personal email), each sure enough for its own cut:
@@ -647,9 +649,13 @@ class ChunkMatcher(MatchingState):
 
     def labelled(self, agreement: dict[int, float], text: str) -> dict[int, float]:
         """*agreement* (chunk id -> reading) without the chunks a form label the text ends in rules out
-        ("Invoice address:" names an address, whatever else is read: slots.label_fields)."""
+        ("Invoice address:" names an address, whatever else is read: slots.label_fields).  A value of a
+        kind the classifier does not know stays: the labels name only kinds it knows ("ID document
+        (passport) number:" names the numbers people keep, a tax ID among them, not the passport's
+        absence), and such a value comes only by its own words (:meth:`named_alone`)."""
         named = label_fields(text)
-        return agreement if named is None else {k: v for k, v in agreement.items() if self.typed_field(k) in named}
+        return agreement if named is None else {k: v for k, v in agreement.items()
+                                                 if self.of_own_kind(k) or self.typed_field(k) in named}
 
     def rival_near(self, chunk_id: int, score: float, agreement: dict[int, float], text: str) -> bool:
         """Whether another field of the user's reads nearly as well as *chunk_id*'s (*score*) in
@@ -669,9 +675,21 @@ class ChunkMatcher(MatchingState):
         readings in *agreement*) and the clause being written (*text*) says the user's own lead-in
         words for it and none of theirs (:meth:`named_by_lead_ins`).  The words only confirm the best
         reading: letting them put a weaker one first gained one more dev value and put the phone where
-        "While I'm travelling, contact me at" may ask for either (tests/test_slots.py)."""
-        return (all(agreement[k] <= score for k in rivals)
-                and self.named_by_lead_ins(chunk_id, rivals, text))
+        "While I'm travelling, contact me at" may ask for either (tests/test_slots.py).  A rival of a kind
+        the classifier does not know (:meth:`of_own_kind`) reads as well as the fields it looks like by
+        construction, so against it the words alone decide, and only a word no other value of the user's
+        has (:meth:`named_alone`): "my VAT identification number" names the VAT number beside a stored
+        passport number, which reads as a tax ID too; "ID" does not where a staff ID is stored too."""
+        return (all(agreement[k] <= score for k in rivals if not self.of_own_kind(k))
+                and self.named_against(chunk_id, rivals, text))
+
+    def named_against(self, chunk_id: int, rivals: Sequence[int], text: str) -> bool:
+        """Whether the user's words name *chunk_id* and none of *rivals*: :meth:`named_by_lead_ins`, or
+        where a value of a kind the classifier does not know is among them, a word of it alone in the
+        user's whole library, said in the sentence (:meth:`named_alone`)."""
+        if self.of_own_kind(chunk_id) or any(self.of_own_kind(k) for k in rivals):
+            return self.named_alone(chunk_id, text) and not any(self.named_alone(k, text) for k in rivals)
+        return self.named_by_lead_ins(chunk_id, rivals, text)
 
     def named_by_lead_ins(self, chunk_id: int, rivals: Sequence[int], text: str) -> bool:
         """Whether the clause being written says a word of the user's own lead-ins or label for *chunk_id*
@@ -691,6 +709,20 @@ class ChunkMatcher(MatchingState):
         clause = content_words(current_clause(text))
         return bool(clause & (leads[chunk_id] - shared)) and not any(clause & (leads[k] - shared) for k in rivals)
 
+    def named_alone(self, chunk_id: int, text: str) -> bool:
+        """Whether the clause being written says a word of the user's own lead-ins or label for *chunk_id*
+        that no other typed chunk of theirs has: what brings a value of a kind the slot classifier does
+        not know (:meth:`of_own_kind`), whose reading is borrowed from the fields it looks like (a
+        passport number reads as a tax ID), so that the reading says an identifier comes, not which.
+        "number" names none of a passport, a staff and a library card number; "passport" names one.
+
+        >>> m.named_alone(passport, "The embassy also needs my passport number:")      # doctest: +SKIP
+        True
+        """
+        others = [self._chunks[k]["leads"] for k in self._typed_label if k != chunk_id]
+        own = self._chunks[chunk_id]["leads"].difference(*others)
+        return bool(content_words(current_sentence(text)) & own)
+
     def rival_of(self, chunk_id: int, agreement: dict[int, float], text: str | None = None) -> float:
         """The best reading in *agreement* (chunk id -> reading) of a typed chunk of another field than
         *chunk_id*'s; with *text*, none (0) where *chunk_id* reads best of all and the user's words
@@ -700,8 +732,11 @@ class ChunkMatcher(MatchingState):
         settled here either: the profile may report less than decoding takes, never more."""
         field = self.typed_field(chunk_id)
         others = [k for k in agreement if self.typed_field(k) != field]
-        if (text is not None and others and agreement[chunk_id] >= max(agreement.values())
-                and self.named_by_lead_ins(chunk_id, others, text)):
+        # Best of all, of its own field too; a value of a kind the classifier does not know reads as well
+        # as what it looks like by construction, so its reading does not count (settled_by_words).
+        best = max(a for k, a in agreement.items() if k not in others or not self.of_own_kind(k))
+        if (text is not None and others and agreement[chunk_id] >= best
+                and self.named_against(chunk_id, others, text)):
             return 0.0
         return max((agreement[k] for k in others), default=0.0)
 

@@ -197,6 +197,8 @@ def insertion_places(engine, text: str, limit: int = 3000, progress: Progress | 
         best = None
         readings = matcher.labelled(matcher.type_agreement(p.hidden, p.local, so_far), so_far)
         for chunk_id, agreement in readings.items():
+            if matcher.of_own_kind(chunk_id) and not matcher.named_alone(chunk_id, so_far):
+                continue                  # decoding takes a value of a kind the classifier does not know only so
             reach = threshold_reaching(agreement, matcher.rival_of(chunk_id, readings, so_far))
             if best is None or reach > best[1]:
                 best = (chunk_id, reach)
