@@ -361,7 +361,25 @@ class ChunkMatcher(MatchingState):
         rows = self.whiten(hidden, hidden_local) if whitened is None else whitened()         # (2, d)
         probs = self.slots.predict_one(rows, text)                               # (classes,)
         scores = self._types @ probs[: len(self.slots.fields)]                   # (n typed,)
-        return dict(zip(self._typed_ids.tolist(), scores.tolist())), self._someone_elses(probs)
+        agreement = dict(zip(self._typed_ids.tolist(), scores.tolist()))
+        named = [k for k in agreement if self.of_own_kind(k) and self.named_alone(k, text)]
+        if named:
+            # A value of a kind the classifier does not know, named here by the user's own words: how surely
+            # a value of the writer's comes here at all, whichever field the classifier would call it
+            # ("...on the back of my library card is" reads as a phone, a booking code and a tax ID at once).
+            value = float(probs[self._value_fields].sum())
+            for k in named:
+                agreement[k] = max(agreement[k], value)
+        return agreement, self._someone_elses(probs)
+
+    @property
+    def _value_fields(self) -> np.ndarray:
+        """The indices (fields,) of the classifier's fields that are values, not kinds of snippet sentence."""
+        found = getattr(self, "_value_fields_cache", None)
+        if found is None or found[0] is not self.slots:
+            found = (self.slots, np.asarray([i for i, f in enumerate(self.slots.fields) if f not in SENTENCE_KINDS]))
+            self._value_fields_cache = found
+        return found[1]
 
     def _someone_elses(self, probs: np.ndarray) -> float:
         """The slot classifier's someone-else's reading (its third-party class) in *probs* (classes,)."""

@@ -1047,3 +1047,27 @@ def test_the_threshold_profile_takes_a_number_of_its_own_kind_only_by_its_words(
         last = [p for p in insertion_places(engine, text) if p.end == len(text)]
         taken = [p.chunk_id for p in last if p.reach > Settings().threshold]
         assert taken == ([ids[which]] if which else []), (text, last)
+
+
+@pytest.mark.parametrize("prompt, which", [
+    ("Please put the loyalty points on my gym account,", "gym"),
+    ("For the hotel form: my passport is", "passport"),
+])
+def test_a_number_of_its_own_kind_named_here_reads_as_any_value_of_the_writers(runtime, prompt, which):
+    """Where the sentence names such a number ("gym", "passport"), how surely it comes is how surely any
+    value of the writer's comes there, not only the reading it borrowed from the fields it looks
+    like: after "...on my gym account," the classifier reads an IBAN, and that IBAN is no answer.
+    Bug caught: the user's IBAN went in after "my gym account," (a wrong field), and nothing after
+    "my passport is", whose borrowed reading was under the cut."""
+    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+    try:
+        add = engine.store.add_chunk
+        ids = {"iban": add("ES91 2100 0418 4502 0005 1332", "pii", ["My IBAN is", "Bank account:"], label="IBAN"),
+               "passport": add("PAB482913", "pii", ["My passport number is", "Passport no.:"], label="passport"),
+               "gym": add("GX-2291-0457", "pii", ["My gym membership number is", "Gym card:"],
+                          label="gym membership")}
+        engine.refresh()
+        assert _values(engine, prompt) == [ids[which]]
+    finally:
+        engine.store.close()
+        runtime.reset()
