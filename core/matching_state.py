@@ -36,11 +36,13 @@ CALIBRATION_QUERIES = 1000   # background rows whose best match sets the backgro
 CALIBRATION_K = 8            # nearest contexts each of them looks at
 SHAPE_SHARE = 0.25           # of a value's field reading that must fall on fields its shape allows (_within_shape)
 TYPED = 0.5                  # a chunk whose contexts the slot classifier reads as one field type this surely is "typed"
-# A personal value whose own contexts read under this as any one field is of a kind the classifier was not
-# trained on (a passport, staff or library card number): its reading is borrowed from the fields it looks
-# like.  Every value of bench/data/personal and the paper's profile reads 0.62 or more as its field; the
-# passport, staff, membership and customer numbers of bench/data/fields read 0.19 to 0.41 (one, an
-# energy "account number", reads 0.64 as an IBAN).  A majority reading is the line.
+# A personal value whose stored contexts the slot classifier reads, on average, under this surely as any one
+# field each is of a kind it was not trained on (a passport, staff or library card number): its reading
+# is borrowed from the fields it looks like.  Each context, then the mean: "My full name is" (name 0.96)
+# and "Sign my emails as" (email 0.84) are each read surely, a name that is no kind of its own, where
+# their mean reading splits 0.48 / 0.42.  The passport, staff, membership and customer numbers of
+# bench/data/fields average 0.22 to 0.44 (one, an energy "account number", 0.64, as an IBAN); the values
+# of bench/data/personal, the paper's profile and the personas more.  A majority reading is the line.
 KNOWN_READING = 0.5
 OWN_KIND = "own kind: "      # typed_field of such a value: its own label, a field of its own
 
@@ -259,7 +261,7 @@ class MatchingState:
                 t = probs[mine].mean(axis=0)
                 if t.sum() >= TYPED:
                     info = self._chunks[chunk_id]
-                    own_kind = _own_kind(chunk_id, info, float(t.max()))
+                    own_kind = _own_kind(chunk_id, info, float(probs[mine].max(axis=1).mean()))
                     t = _within_shape(t, fields, info["text"], info["kind"])
                     # Scaled so its own type counts 1: agreement is then the classifier's belief in that
                     # type here, however spread the chunk's own contexts read (an address whose contexts
@@ -406,7 +408,7 @@ def _kind_flags(kind: str | None) -> tuple[bool, bool]:
 
 def _own_kind(chunk_id: int, info: dict, reading: float) -> str | None:
     """The name of a field of its own for a personal value whose contexts read under KNOWN_READING as any
-    one field (the slot classifier's best *reading* of them): its label, or its id where it has none, so
+    one field (*reading*: the slot classifier's best reading of each, on average): its label, or its id where it has none, so
     that two values under one label ("membership number") are values of one field.  None for a value
     of a kind the classifier knows, and for a snippet or a sentence, which the classifier's sentence
     kinds and their lower bar cover.

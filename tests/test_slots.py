@@ -1071,3 +1071,21 @@ def test_a_number_of_its_own_kind_named_here_reads_as_any_value_of_the_writers(r
     finally:
         engine.store.close()
         runtime.reset()
+
+
+def test_a_name_whose_contexts_each_read_surely_is_no_kind_of_its_own(runtime):
+    """"My full name is" reads as a name and "Sign my emails as" as an email, each surely; their mean
+    splits under half for either, but the classifier knows what each leads into, so the name keeps
+    its field and comes after a sign-off.  Bug caught: judged by the mean reading, the name was a
+    kind of its own and came only where the sentence said "full", "sign" or "emails"."""
+    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+    try:
+        add = engine.store.add_chunk
+        name = add("Tomás Ferreira", "pii", ["My full name is", "Sign my emails as"], label="name")
+        add("tomas@ferreira.pt", "pii", ["My email is", "Email me at"], label="email")
+        engine.refresh()
+        assert not engine.matcher.of_own_kind(name)
+        assert _values(engine, "Thanks for your help.\n\nKind regards,") == [name]
+    finally:
+        engine.store.close()
+        runtime.reset()
