@@ -24,6 +24,8 @@ wrote itself, found by core/details.py).
     python bench/personal.py --ablate         # dev split: each gate switched off in turn
     python bench/personal.py --feedback       # test cases before and after the user writes the dev cases
     python bench/personal.py --feedback dev   # the same within dev, in two folds (diagnosis)
+    python bench/personal.py --data fields    # bench/data/fields: field types no other set stores
+                                              # (passport, staff, membership numbers, postcode...)
 """
 from __future__ import annotations
 
