@@ -42,7 +42,7 @@ import numpy as np
 from .encoding import BACKGROUND_FILE, ModelStats
 from .slots import NONE, SENTENCE_KINDS, THIRD_PARTY, SlotClassifier, label_fields
 from .matching_state import MatchingState
-from .text import at_line_start, content_words, current_clause, current_sentence, is_sentence, lead_in, words, written_words
+from .text import at_line_start, content_word_list, content_words, current_clause, current_sentence, is_sentence, lead_in, words, written_words
 
 CANDIDATES = 16          # nearest contexts fetched per step
 COMMON_SHARE = 0.05      # a word in 1 of 20 background paragraphs or more is common (_Lexicon.common)
@@ -87,6 +87,11 @@ VALUE_BEGUN_CHARS = 4     # characters of a value typed (spaces aside) before it
 # What a value's start has and a word does not: a digit, "@", "+", "/", "#", "_", or a dot inside a word
 # ("mara.lind").  Not a comma, a dash or a full stop after a word: "Thanks," begins a snippet and a sentence alike.
 _VALUE_SIGN = re.compile(r"[\d@+/#_]|\S\.\S")
+# A value of a kind the classifier does not know is named by a word among the last few content words of
+# the clause ("The receptionist needs my gym card number, which is": "gym", third from the end of the
+# sentence), not by one said earlier of something else ("I renewed my passport last week and my new
+# mobile number is": "passport", sixth from the end, and the phone is asked for).
+NAMING_WORDS = 4
 AVOID_WORDS = 6          # the last words before a place compared with where the user dismissed a chunk
 AVOID_OVERLAP = 0.5      # ... and the share of them in common (Jaccard) that counts as the same place
 
@@ -109,6 +114,21 @@ def _load_field_words() -> dict[str, set[str]]:
 
 
 FIELD_WORDS = _load_field_words()
+
+
+def _load_field_names() -> dict[str, set[str]]:
+    """field -> the words of its names in core/data/field_words.json ("phone": phone, mobile, cell, tel,
+    number...): what a sentence calls that field, whatever the user's own lead-ins say."""
+    path = BACKGROUND_FILE.parent / "field_words.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {field: set(words(" ".join(entry.get("aliases", []) + [field])))
+            for field, entry in data.items() if not field.startswith("_")}
+
+
+FIELD_NAMES = _load_field_names()
 
 
 def chunk_words(contexts: Iterable[str], label: str | None) -> set[str]:
@@ -362,9 +382,11 @@ class ChunkMatcher(MatchingState):
         probs = self.slots.predict_one(rows, text)                               # (classes,)
         scores = self._types @ probs[: len(self.slots.fields)]                   # (n typed,)
         agreement = dict(zip(self._typed_ids.tolist(), scores.tolist()))
-        named = [k for k in agreement if self.of_own_kind(k) and self.named_alone(k, text)]
+        named = [k for k in agreement if self.of_own_kind(k) and self.named_alone(k, text)
+                 and self.named_against(k, [r for r in agreement if self.typed_field(r) != self.typed_field(k)], text)]
         if named:
-            # A value of a kind the classifier does not know, named here by the user's own words: how surely
+            # A value of a kind the classifier does not know, named here by the user's own words (and no
+            # other value named after it: "My passport expired and my new phone is"): how surely
             # a value of the writer's comes here at all, whichever field the classifier would call it
             # ("...on the back of my library card is" reads as a phone, a booking code and a tax ID at once).
             value = float(probs[self._value_fields].sum())
@@ -691,23 +713,14 @@ class ChunkMatcher(MatchingState):
                          text: str) -> bool:
         """Whether *chunk_id* (its reading *score*) reads at least as well as each of *rivals* (their
         readings in *agreement*) and the clause being written (*text*) says the user's own lead-in
-        words for it and none of theirs (:meth:`named_by_lead_ins`).  The words only confirm the best
+        words for it and none of theirs (:meth:`named_against`).  The words only confirm the best
         reading: letting them put a weaker one first gained one more dev value and put the phone where
         "While I'm travelling, contact me at" may ask for either (tests/test_slots.py).  A rival of a kind
         the classifier does not know (:meth:`of_own_kind`) reads as well as the fields it looks like by
-        construction, so against it the words alone decide, and only a word no other value of the user's
-        has (:meth:`named_alone`): "my VAT identification number" names the VAT number beside a stored
-        passport number, which reads as a tax ID too; "ID" does not where a staff ID is stored too."""
+        construction, so against it the words alone decide: "my VAT identification number" names the VAT
+        number beside a stored passport number, which reads as a tax ID too."""
         return (all(agreement[k] <= score for k in rivals if not self.of_own_kind(k))
                 and self.named_against(chunk_id, rivals, text))
-
-    def named_against(self, chunk_id: int, rivals: Sequence[int], text: str) -> bool:
-        """Whether the user's words name *chunk_id* and none of *rivals*: :meth:`named_by_lead_ins`, or
-        where a value of a kind the classifier does not know is among them, a word of it alone in the
-        user's whole library, said in the sentence (:meth:`named_alone`)."""
-        if self.of_own_kind(chunk_id) or any(self.of_own_kind(k) for k in rivals):
-            return self.named_alone(chunk_id, text) and not any(self.named_alone(k, text) for k in rivals)
-        return self.named_by_lead_ins(chunk_id, rivals, text)
 
     def named_by_lead_ins(self, chunk_id: int, rivals: Sequence[int], text: str) -> bool:
         """Whether the clause being written says a word of the user's own lead-ins or label for *chunk_id*
@@ -728,35 +741,100 @@ class ChunkMatcher(MatchingState):
         return bool(clause & (leads[chunk_id] - shared)) and not any(clause & (leads[k] - shared) for k in rivals)
 
     def named_alone(self, chunk_id: int, text: str) -> bool:
-        """Whether the clause being written says a word of the user's own lead-ins or label for *chunk_id*
-        that no other typed chunk of theirs has: what brings a value of a kind the slot classifier does
-        not know (:meth:`of_own_kind`), whose reading is borrowed from the fields it looks like (a
-        passport number reads as a tax ID), so that the reading says an identifier comes, not which.
-        "number" names none of a passport, a staff and a library card number; "passport" names one.
+        """Whether one of the last few content words (NAMING_WORDS) of the clause being written is a word
+        of the user's own lead-ins or label for *chunk_id* that no value of another field of theirs has
+        (:meth:`alone_words`): what brings a value of a kind the slot classifier does not know
+        (:meth:`of_own_kind`), whose reading is borrowed from the fields it looks like (a passport number
+        reads as a tax ID), so that the reading says an identifier comes, not which.  "number" names
+        none of a passport, a staff and a library card number; "passport" names one.  The clause is
+        :func:`naming_scope`'s: the sentence where the clause has no content word ("..., it's").
 
         >>> m.named_alone(passport, "The embassy also needs my passport number:")      # doctest: +SKIP
         True
         """
-        others = [self._chunks[k]["leads"] for k in self._typed_label if k != chunk_id]
-        own = self._chunks[chunk_id]["leads"].difference(*others)
-        return bool(content_words(current_sentence(text)) & own)
+        return self._named_at(naming_scope(text), self.alone_words(chunk_id), recent=True) >= 0
+
+    def alone_words(self, chunk_id: int) -> frozenset[str]:
+        """The words of *chunk_id*'s stored lead-ins and label that no typed value of another field of the
+        user's has (another value under its own label is of its field: :meth:`which_of` tells those
+        apart), and that name none of the fields people keep (FIELD_NAMES: "number" names a phone as
+        much as a gym card, "My VAT number is" none of them).  Kept until the typed chunks change
+        (MatchingState._index_types)."""
+        found = self._alone.get(chunk_id)
+        if found is None:
+            field = self.typed_field(chunk_id)
+            others = [self._chunks[k]["leads"] for k in self._typed_label
+                      if k != chunk_id and self.typed_field(k) != field]
+            found = self._alone[chunk_id] = frozenset(self._chunks[chunk_id]["leads"].difference(*others, *FIELD_NAMES.values()))
+        return found
+
+    @staticmethod
+    def _named_at(scope: list[str], said: Iterable[str], recent: bool = False,
+                  after_not: Iterable[str] = ()) -> int:
+        """The position in *scope* (content words in order) of the last of *said* in it, or -1; with
+        *recent*, -1 too where that is not among the last NAMING_WORDS; not counting a word right after
+        one of *after_not*."""
+        said, after_not = set(said), set(after_not)
+        at = max((i for i, w in enumerate(scope) if w in said and not (i and scope[i - 1] in after_not)),
+                 default=-1)
+        return -1 if recent and at < len(scope) - NAMING_WORDS else at
+
+    def named_against(self, chunk_id: int, rivals: Sequence[int], text: str) -> bool:
+        """Whether the user's words name *chunk_id* and not *rivals*.  Among fields the classifier knows,
+        :meth:`named_by_lead_ins` (the clause says its words and none of theirs).  Where a value of a
+        kind it does not know is among them, each is named by its own words (:meth:`named_alone` for
+        such a value; for the others, their lead-in words that no other of them has) and the one named
+        last in the clause is meant: "Please send the passport forms to my email:" asks for the email."""
+        members = (chunk_id, *rivals)
+        if not any(self.of_own_kind(k) for k in members):
+            return self.named_by_lead_ins(chunk_id, rivals, text)
+        scope, clause = naming_scope(text), content_word_list(current_clause(text))
+
+        def named_at(k: int) -> int:
+            if self.of_own_kind(k):
+                return self._named_at(scope, self.alone_words(k), recent=True)
+            # A field the classifier knows, by the clause alone ("Our office line, in case email is slow,
+            # is" names no email), by its lead-ins and by the names of its field ("my mobile is").
+            # A word right after an own kind's is part of that one's name ("my gym account"), not this one's.
+            rest = [self._chunks[r]["leads"] for r in members if r != k]
+            said = (self._chunks[k]["leads"] | FIELD_NAMES.get(self.typed_field(k), set())).difference(*rest)
+            own = set().union(*(self.alone_words(r) for r in members if self.of_own_kind(r)))
+            return self._named_at(clause, said, after_not=own)
+
+        mine = named_at(chunk_id)
+        return mine >= 0 and all(named_at(k) < mine for k in rivals)
 
     def rival_of(self, chunk_id: int, agreement: dict[int, float], text: str | None = None) -> float:
         """The best reading in *agreement* (chunk id -> reading) of a typed chunk of another field than
-        *chunk_id*'s; with *text*, none (0) where *chunk_id* reads best of all and the user's words
-        name it against every other field (:meth:`named_by_lead_ins`; :meth:`settled_by_words`' other
-        condition holds for the best of all), so that no rival stops it.  Decoding asks the words of
-        the first reading past its cut alone, so a value read below another of its own field is not
-        settled here either: the profile may report less than decoding takes, never more."""
+        *chunk_id*'s; with *text*, none (0) where *chunk_id* reads best of all (a value of a kind the
+        classifier does not know aside, whose reading is borrowed: :meth:`settled_by_words`) and the
+        user's words name it against every other field, by each rule decoding may ask for a few of
+        them (:meth:`named_against`, and for a field the classifier knows :meth:`named_by_lead_ins`
+        against the others it knows), so that no rival stops it.  Decoding asks the words of the first
+        reading past its cut alone, and of the rivals near it, so a value read below another of its
+        own field is not settled here either: the profile may report less than decoding takes, never
+        more."""
         field = self.typed_field(chunk_id)
         others = [k for k in agreement if self.typed_field(k) != field]
-        # Best of all, of its own field too; a value of a kind the classifier does not know reads as well
-        # as what it looks like by construction, so its reading does not count (settled_by_words).
+        known = [k for k in others if not self.of_own_kind(k)]
         best = max(a for k, a in agreement.items() if k not in others or not self.of_own_kind(k))
         if (text is not None and others and agreement[chunk_id] >= best
-                and self.named_against(chunk_id, others, text)):
+                and self.named_against(chunk_id, others, text)
+                and (self.of_own_kind(chunk_id) or not known or self.named_by_lead_ins(chunk_id, known, text))):
             return 0.0
         return max((agreement[k] for k in others), default=0.0)
+
+
+def naming_scope(text: str) -> list[str]:
+    """The content words, in order, that may name which value comes: the clause being written's
+    (text.current_clause), or the sentence's where the clause has none ("They need the number from my
+    passport, it's": the clause " it's" says nothing; "..., and my mobile is" says "mobile").
+
+    >>> naming_scope("They need the number from my passport, it's"), naming_scope("I lost my gym card, so ring me on")
+    (['need', 'number', 'passport'], ['ring'])
+    """
+    clause = content_word_list(current_clause(text))
+    return clause if clause else content_word_list(current_sentence(text))
 
 
 class Once:

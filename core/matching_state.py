@@ -22,6 +22,7 @@ freshly loaded one does.
 """
 from __future__ import annotations
 
+import re
 from typing import Callable, Sequence
 
 import numpy as np
@@ -261,7 +262,8 @@ class MatchingState:
                 t = probs[mine].mean(axis=0)
                 if t.sum() >= TYPED:
                     info = self._chunks[chunk_id]
-                    own_kind = _own_kind(chunk_id, info, float(probs[mine].max(axis=1).mean()))
+                    own_kind = _own_kind(chunk_id, info, float(probs[mine].max(axis=1).mean()),
+                                         fields[int(np.argmax(t))])
                     t = _within_shape(t, fields, info["text"], info["kind"])
                     # Scaled so its own type counts 1: agreement is then the classifier's belief in that
                     # type here, however spread the chunk's own contexts read (an address whose contexts
@@ -297,6 +299,7 @@ class MatchingState:
     def _index_types(self) -> None:
         """The typed chunks as arrays, in chunk id order, from ``_type_of``."""
         ids = sorted(self._type_of)
+        self._alone: dict[int, frozenset[str]] = {}      # typed chunk id -> its words no other field has
         fields = len(self.slots.fields) if self.slots is not None else 0
         self._typed_ids = np.asarray(ids, dtype=np.int64)
         self._types = (np.asarray([self._type_of[c][0] for c in ids], dtype=np.float32) if ids
@@ -406,21 +409,43 @@ def _kind_flags(kind: str | None) -> tuple[bool, bool]:
     return kind in _matching().REPEATABLE_KINDS, kind == "self"
 
 
-def _own_kind(chunk_id: int, info: dict, reading: float) -> str | None:
+def _own_kind(chunk_id: int, info: dict, reading: float, best_field: str | None = None) -> str | None:
     """The name of a field of its own for a personal value whose contexts read under KNOWN_READING as any
     one field (*reading*: the slot classifier's best reading of each, on average): its label, or its id where it has none, so
     that two values under one label ("membership number") are values of one field.  None for a value
     of a kind the classifier knows, and for a snippet or a sentence, which the classifier's sentence
-    kinds and their lower bar cover.
+    kinds and their lower bar cover.  Nor for a number written as a phone number is (a country code,
+    an area code in brackets, grouped digits) whose contexts read a phone first (*best_field*): a
+    phone stored after terse lead-ins ("Office:", "Reach the office on" read 0.23 and 0.27 as a phone),
+    where a passport, staff or library card number is a bare run of digits or letters.
 
     >>> _own_kind(7, {"kind": "pii", "label": "Passport number", "text": "NWR8F4KJ2"}, 0.41)
     'own kind: passport number'
     >>> _own_kind(7, {"kind": "pii", "label": "VAT", "text": "NL002187456B63"}, 0.80) is None
     True
+    >>> _own_kind(7, {"kind": "pii", "label": "office", "text": "+1 415 555 0100"}, 0.25, "phone") is None
+    True
+    >>> _own_kind(7, {"kind": "pii", "label": "staff number", "text": "1048273"}, 0.35, "phone")
+    'own kind: staff number'
     """
-    if info["kind"] != "pii" or is_sentence(info["text"]) or reading >= KNOWN_READING:
+    if (info["kind"] != "pii" or is_sentence(info["text"]) or reading >= KNOWN_READING
+            or (best_field == "phone" and written_as_phone(info["text"]))):
         return None
     return OWN_KIND + (" ".join((info["label"] or "").lower().split()) or f"#{chunk_id}")
+
+
+_PHONE_WRITTEN = re.compile(r"^(?:\+\d|\(\d)[\d\s().-]*\d$|^\d+(?:[\s.-]\d+){2,}$")
+
+
+def written_as_phone(value: str) -> bool:
+    """Whether *value* is written as phone numbers are: a country code or an area code in brackets first,
+    or three or more groups of digits.  A bare run of digits is not (an ID may be one).
+
+    >>> [written_as_phone(v) for v in ("+44 7700 900418", "(312) 555-0147", "030 1234 5678", "1048273", "93-2718465")]
+    [True, True, True, False, False]
+    """
+    value = value.strip()
+    return bool(_PHONE_WRITTEN.match(value)) and 6 <= sum(c.isdigit() for c in value) <= 15
 
 
 def _within_shape(reading: np.ndarray, fields: Sequence[str], text: str, kind: str = "pii") -> np.ndarray:

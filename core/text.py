@@ -199,7 +199,16 @@ def content_words(text: str) -> set[str]:
     >>> sorted(content_words("My number's below, don't call me at"))
     ['below', 'call', 'number']
     """
-    return {w for raw in _WORD_RE.findall(text.lower()) if raw not in FUNCTION_WORDS for w in words(raw)}
+    return set(content_word_list(text))
+
+
+def content_word_list(text: str) -> list[str]:
+    """:func:`content_words` in the order written, repeats kept: where in a clause a word was said.
+
+    >>> content_word_list("I renewed my passport and my mobile is")
+    ['renewed', 'passport', 'mobile']
+    """
+    return [w for raw in _WORD_RE.findall(text.lower()) if raw not in FUNCTION_WORDS for w in words(raw)]
 
 
 def last_determiner(text: str) -> str | None:
