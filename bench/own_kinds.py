@@ -4,8 +4,8 @@ A personal value is "of its own kind" when the classifier reads its stored conte
 half surely as any one field each (core/matching_state.py KNOWN_READING): it is then a field of its own,
 brought only by the user's words for it (ChunkMatcher.named_alone).  For every profile the benches
 store (bench/data/personal, bench/data/fields, the personas' day-one libraries, the paper's profile
-with four contexts a field), each value with its field, its typed field and each context's best
-reading, and which are of their own kind: the sets that hold none take none of those paths.
+with four contexts a field): how many entries it has and which are of their own kind.  The sets
+that hold none take none of those paths.
 
     python bench/own_kinds.py
 """

@@ -41,9 +41,10 @@ TYPED = 0.5                  # a chunk whose contexts the slot classifier reads 
 # field each is of a kind it was not trained on (a passport, staff or library card number): its reading
 # is borrowed from the fields it looks like.  Each context, then the mean: "My full name is" (name 0.96)
 # and "Sign my emails as" (email 0.84) are each read surely, a name that is no kind of its own, where
-# their mean reading splits 0.48 / 0.42.  The passport, staff, membership and customer numbers of
-# bench/data/fields average 0.22 to 0.44 (one, an energy "account number", 0.64, as an IBAN); the values
-# of bench/data/personal, the paper's profile and the personas more.  A majority reading is the line.
+# their mean reading splits 0.48 / 0.42 (scratch probes).  The passport, staff, membership and customer
+# numbers of bench/data/fields average 0.22 to 0.42 (one, an energy "account number", 0.64, as an IBAN);
+# the values of bench/data/personal, the paper's profile and the personas 0.598 or more (a review's probe; bench/own_kinds.py
+# lists which are of their own kind).  A majority reading is the line.
 KNOWN_READING = 0.5
 OWN_KIND = "own kind: "      # typed_field of such a value: its own label, a field of its own
 
@@ -275,7 +276,9 @@ class MatchingState:
 
     def typed_field(self, chunk_id: int) -> str | None:
         """The field a typed chunk reads as most (its stored contexts' reading, within its value's
-        shape), or None for a chunk that is not typed (a mined phrase, an untyped snippet)."""
+        shape); for a value of a kind the classifier does not know, a field of its own (``OWN_KIND`` and
+        its label: :meth:`of_own_kind`); None for a chunk that is not typed (a mined phrase, an untyped
+        snippet)."""
         found = self._type_of.get(chunk_id)
         if found is None or self.slots is None:
             return None
@@ -290,7 +293,8 @@ class MatchingState:
 
     def type_reading(self, chunk_id: int) -> dict[str, float]:
         """How much a typed chunk reads as each field, its own field 1 (what agreement at a place is
-        weighed by); empty for a chunk that is not typed."""
+        weighed by; for a value of its own kind, the field it reads most, whose reading it borrows);
+        empty for a chunk that is not typed."""
         found = self._type_of.get(chunk_id)
         if found is None or self.slots is None:
             return {}
