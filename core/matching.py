@@ -96,39 +96,35 @@ AVOID_WORDS = 6          # the last words before a place compared with where the
 AVOID_OVERLAP = 0.5      # ... and the share of them in common (Jaccard) that counts as the same place
 
 
-def _load_field_words() -> dict[str, set[str]]:
-    """label alias -> words that lead into that field (core/data/field_words.json)."""
+def _field_entries() -> dict[str, dict]:
+    """field -> its entry ("aliases", "words") in core/data/field_words.json; empty if unreadable."""
     path = BACKGROUND_FILE.parent / "field_words.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return {field: entry for field, entry in data.items() if not field.startswith("_")}
+
+
+def _load_field_words(entries: dict[str, dict]) -> dict[str, set[str]]:
+    """label alias -> words that lead into that field."""
     out = {}
-    for field, entry in data.items():
-        if field.startswith("_"):
-            continue
+    for field, entry in entries.items():
         bag = set(words(" ".join(entry.get("words", []))))
         for alias in entry.get("aliases", []) + [field]:
             out[alias.lower().strip()] = bag
     return out
 
 
-FIELD_WORDS = _load_field_words()
+def _load_field_names(entries: dict[str, dict]) -> dict[str, set[str]]:
+    """field -> the words of its names ("phone": phone, mobile, cell, tel, number...): what a sentence
+    calls that field, whatever the user's own lead-ins say."""
+    return {field: set(words(" ".join(entry.get("aliases", []) + [field]))) for field, entry in entries.items()}
 
 
-def _load_field_names() -> dict[str, set[str]]:
-    """field -> the words of its names in core/data/field_words.json ("phone": phone, mobile, cell, tel,
-    number...): what a sentence calls that field, whatever the user's own lead-ins say."""
-    path = BACKGROUND_FILE.parent / "field_words.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return {field: set(words(" ".join(entry.get("aliases", []) + [field])))
-            for field, entry in data.items() if not field.startswith("_")}
-
-
-FIELD_NAMES = _load_field_names()
+_FIELD_ENTRIES = _field_entries()
+FIELD_WORDS = _load_field_words(_FIELD_ENTRIES)
+FIELD_NAMES = _load_field_names(_FIELD_ENTRIES)
 
 
 def chunk_words(contexts: Iterable[str], label: str | None) -> set[str]:
