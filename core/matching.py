@@ -784,7 +784,7 @@ class ChunkMatcher(MatchingState):
         members = (chunk_id, *rivals)
         if not any(self.of_own_kind(k) for k in members):
             return self.named_by_lead_ins(chunk_id, rivals, text)
-        scope, clause = naming_scope(text), content_word_list(current_clause(text))
+        scope, clause = naming_scope(text), content_word_list(current_clause(text, notes=True))
 
         def named_at(k: int) -> int:
             if self.of_own_kind(k):
@@ -823,13 +823,13 @@ class ChunkMatcher(MatchingState):
 
 def naming_scope(text: str) -> list[str]:
     """The content words, in order, that may name which value comes: the clause being written's
-    (text.current_clause), or the sentence's where the clause has none ("They need the number from my
+    (text.current_clause, with a short bracketed note's words: "ID document (passport) number:"), or the sentence's where the clause has none ("They need the number from my
     passport, it's": the clause " it's" says nothing; "..., and my mobile is" says "mobile").
 
     >>> naming_scope("They need the number from my passport, it's"), naming_scope("I lost my gym card, so ring me on")
     (['need', 'number', 'passport'], ['ring'])
     """
-    clause = content_word_list(current_clause(text))
+    clause = content_word_list(current_clause(text, notes=True))
     return clause if clause else content_word_list(current_sentence(text))
 
 

@@ -73,21 +73,30 @@ def current_sentence(text: str, limit: int = 300) -> str:
 
 _CLAUSE_MARK = re.compile(r"[,;:\u2013\u2014]|\s-\s|--")
 _BRACKETED = re.compile(r"\([^()]*\)")
+SHORT_NOTE = 2            # words of a bracketed note that names what the clause speaks of
 
 
-def current_clause(text: str) -> str:
+def current_clause(text: str, notes: bool = False) -> str:
     r"""The clause being written: :func:`current_sentence` after its last comma, semicolon, colon or dash,
     with a bracketed note left out and the marks it ends with set aside (the words that lead into
-    what comes next).
+    what comes next).  With *notes*, a note of a word or two (SHORT_NOTE) keeps its words: it says
+    which thing the clause speaks of ("ID document (passport) number:"), where a longer one is an aside.
 
     >>> current_clause("Our office line, in case email is slow, is"), current_clause("Hi,\n\nCall me:")
     (' is', 'Call me')
-    >>> current_clause("My phone (mobile) --")
-    'My phone'
+    >>> current_clause("My phone (mobile) --"), current_clause("ID (passport) number:", notes=True)
+    ('My phone', 'ID  passport  number')
+    >>> current_clause("Our line (in case email is slow) is", notes=True)
+    'Our line   is'
     """
     body, before = current_sentence(text), None
+
+    def note(m: re.Match) -> str:
+        inner = m.group(0)[1:-1]
+        return f" {inner} " if notes and len(inner.split()) <= SHORT_NOTE and "(" not in inner else " "
+
     while body != before:                       # inner notes first: "x (a (b) c) is" -> "x   is"
-        body, before = _BRACKETED.sub(" ", body), body
+        body, before = _BRACKETED.sub(note, body), body
     body = body.rstrip(" \t\n:,;(\u2013\u2014-")
     marks = list(_CLAUSE_MARK.finditer(body))
     return body[marks[-1].end():].rstrip() if marks else body.rstrip()

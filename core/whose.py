@@ -28,8 +28,8 @@ import numpy as np
 
 from .details import find_details
 from .llama_runtime import LlamaRuntime
-from .slots import label_fields, names_a_number
-from .text import label_line, lead_in
+from .slots import LABEL_FIELDS, NUMBER_WORDS, label_fields, names_a_number
+from .text import FUNCTION_WORDS, label_line, lead_in
 
 WRITER, OTHERS = "writer", "others"
 # The model's own continuation of "<text> — that's my|his|her|their|your".  Chosen over " (that is" on
@@ -156,21 +156,47 @@ def speaks_as_we(contexts: Iterable[str]) -> bool:
 
 def says_my(text: str) -> bool:
     """Whether the writer claims what comes next in so many words: "my" among the last four words
-    of the sentence, with no one else's or no place's word after it ("my dentist's", "my hotel"),
-    and no one else named after it (:func:`person_cue`).
+    of the sentence, with no one else's or no place's word after it ("my dentist's", "my hotel"), or
+    "me" with nothing after it but words that lead into a value ("send it to me directly at", "call
+    me on"), and no one else named after either (:func:`person_cue`).  A place's word that only says
+    which of the writer's things it is ("my library card", "my bank account") is no place's:
+    :func:`_a_places_word`.
 
     >>> says_my("Hello Mr. Chen, for the visa paperwork my contact number is"), says_my("My number:")
     (True, True)
     >>> says_my("My colleague's number:"), says_my("My dentist's number is"), says_my("my hotel is at")
     (False, False, False)
-    >>> says_my("My flight was late, so call me on")
-    False
+    >>> says_my("The number on the back of my library card is"), says_my("my hotel phone number is")
+    (True, False)
+    >>> says_my("My flight was late, so call me on"), says_my("Please send the receipt to me directly at")
+    (True, True)
+    >>> says_my("Let me know the address:"), says_my("Tell me her number:")
+    (False, False)
     """
     tokens = _tokens(lead_in(text))[-4:]
-    if "my" not in tokens or person_cue(text) != WRITER:
+    if person_cue(text) != WRITER:
+        return False
+    if "me" in tokens and all(t in _LEADS_TO_VALUE for t in tokens[len(tokens) - tokens[::-1].index("me"):]):
+        return True
+    if "my" not in tokens:
         return False
     after = tokens[len(tokens) - tokens[::-1].index("my"):]           # the words after the last "my"
-    return not any(t.endswith(("'s", "s'")) or t in _RELATIONS or t in _PLACES for t in after)
+    return not any(t.endswith(("'s", "s'")) or t in _RELATIONS or _a_places_word(after, i)
+                   for i, t in enumerate(after))
+
+
+# What may stand between "me" and the writer's value: a preposition, or an adverb of how to reach them.
+_LEADS_TO_VALUE = {"at", "on", "via", "by", "through", "to", "directly", "instead", "here", "anytime"}
+
+
+def _a_places_word(words_: list[str], i: int) -> bool:
+    """Whether *words_*[i] names a place (_PLACES) that owns what comes next: it ends the words, or a
+    word for a contact detail or a number follows it ("my hotel is at", "my hotel phone number");
+    not where a word for another thing follows ("my library card", "my bank account": the writer's)."""
+    if words_[i] not in _PLACES:
+        return False
+    following = words_[i + 1] if i + 1 < len(words_) else None
+    return following is None or following in FUNCTION_WORDS or following in LABEL_FIELDS or following in NUMBER_WORDS
 
 
 def names_a_place(text: str) -> bool:
