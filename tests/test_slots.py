@@ -1211,3 +1211,47 @@ def test_the_threshold_profile_never_shows_taken_what_decoding_does_not_take(run
     finally:
         engine.store.close()
         runtime.reset()
+
+
+@pytest.mark.parametrize("text, claimed", [
+    ("Please post the signed form back to me directly at", True),     # "me", then words that lead into a value
+    ("If anything breaks, call me on", True), ("Questions? Reach me:", True),
+    ("Let me know the address:", False), ("Tell me her number:", False),   # "me" is not who owns what comes
+    ("Ask the hotel to ring me about the booking, their number is", False),
+    ("For the loan, the number on my library card is", True),        # "library" says which card: the writer's
+    ("Send the refund to my bank account,", True),
+    ("my hotel is at", False), ("my hotel phone number is", False),   # the place owns what comes
+])
+def test_the_writer_claims_the_value_by_me_or_by_a_thing_of_theirs(text, claimed):
+    """Bug caught: only "my" claimed a value against the classifier's someone-else's reading, so "send the
+    receipt to me directly at" lost the user's email; and any place's word after "my" gave the value to the
+    place, so "the number on my library card is" lost the user's library card number (bench/data/fields
+    dev: f051, f076)."""
+    assert whose.says_my(text) is claimed
+
+
+def test_a_value_on_a_card_from_a_place_is_the_writers(runtime):
+    """"my library card": a library is a place (whose._PLACES), but the card is the writer's.  Bug caught:
+    the place's word after "my" gave the number to the library, and the classifier's someone-else's
+    reading kept the stored card number out.  (A sentence written for this test.)"""
+    card = ("library card", "2780019433217", ["My library card number is", "Library card:"])
+    engine, ids = _library(runtime, CONTACTS + [card])
+    try:
+        assert _values(engine, "Hi,\n\nFor the loan, the number on my library card is") == [ids["library card"]]
+    finally:
+        engine.store.close()
+        runtime.reset()
+
+
+@pytest.mark.parametrize("prompt", ["Travel form\n\nDocument (passport) number:",
+                                    "Hi,\n\nFor the visa application, my ID (passport) number is"])
+def test_a_short_bracketed_note_names_the_value(runtime, prompt):
+    """"ID (passport) number:": the note says which number.  Bug caught: the clause left every bracketed
+    note out, so nothing named the passport, a value of a kind the classifier does not know, and no
+    number came (bench/data/fields dev f026).  A long note is still an aside: text.current_clause."""
+    engine, ids = _library(runtime, CONTACTS + OWN_KINDS)
+    try:
+        assert _values(engine, prompt) == [ids["passport"]]
+    finally:
+        engine.store.close()
+        runtime.reset()
