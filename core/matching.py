@@ -533,15 +533,32 @@ class ChunkMatcher(MatchingState):
             if learned is not None and self.typed_field(learned.chunk_id) in self.fields_of(like):
                 return learned
             return self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened, like=like)
+        typed_here = None
         if typed:
             typed_here = (self.learned_proposal(text, exclude)
                           or self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened))
-            if typed_here is not None:
+            if typed_here is not None and (typed_here.learned or not is_sentence(typed_here.text)):
                 return typed_here
         floor = self.calibration.raw_cutoff(self.threshold) if greedy else max(self.eta, self.calibration.background)
         ranked = self.candidates(hidden, hidden_local, text, exclude, min_match=floor, last_token=last_token,
                                  model_choice=model_choice, gate_mined=gate_mined, whitened=whitened,
                                  experts=word_start and own)
+        retrieved = self.retrieved(ranked, text)
+        if typed_here is None:
+            return retrieved
+        # Which of the user's snippet sentences: the classifier reads only what kind of sentence comes (an
+        # availability, a closing line...), and a snippet of another kind is typed as the nearest one or not
+        # at all; where another snippet's stored contexts match this place past the threshold, better than
+        # the typed one's own do, that one ("A note on food:" read as availability, the office hours, and
+        # matched the dietary note's "About food:" at 0.41 on the slider's scale, the office hours' -0.05).
+        if (retrieved is not None and retrieved.kind not in REPEATABLE_KINDS and is_sentence(retrieved.text)
+                and retrieved.match > max((c.match for c in ranked if c.chunk_id == typed_here.chunk_id), default=-1.0)):
+            return retrieved
+        return typed_here
+
+    def retrieved(self, ranked: list["Candidate"], text: str) -> Proposal | None:
+        """The retrieval route of :meth:`propose` (the paper's context matching): the best of *ranked*
+        (:meth:`candidates`, past the floor asked) that the typed route does not bring, if accepted."""
         # A typed chunk comes only where the slot classifier agrees (the typed route above);
         # context similarity alone put phone numbers where email addresses go.  Except
         # after a phrase the user themself typed the value after (a learned context).
@@ -559,7 +576,6 @@ class ChunkMatcher(MatchingState):
         return Proposal(chunk_id=best.chunk_id, kind=info["kind"], label=info["label"], text=info["text"],
                         tokens=self._tokens[best.label], match=round(match, 4),
                         score=self.calibration.to_scale(match), q=q)
-
 
     def learned_proposal(self, text: str, exclude: Iterable[int] = ()) -> Proposal | None:
         """The chunk whose value the user typed by hand after the very words the text ends with.
