@@ -111,6 +111,8 @@ def person_cue(text: str) -> str | None:
         if t in _CONTACT_VERBS and tokens[i + 1: i + 2] == ["the"]:
             return OTHERS             # "call the duty line:", "ring the help desk at": the one called owns it
         if t in _FIRST_PERSON:
+            if "not" in tokens[max(0, i - 2): i]:
+                return OTHERS         # "reply to the recruiter, not me, at", "not to me": the writer says it is not theirs
             after = tokens[i + 1: i + 1 + _RELATION_SPAN]
             return OTHERS if t in ("my", "our") and any(a in _RELATIONS for a in after) else WRITER
         following = tokens[i + 1] if i + 1 < len(tokens) else None

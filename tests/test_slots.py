@@ -326,6 +326,8 @@ def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_s
     ("IT support hotline:", whose.OTHERS), ("Hi,\n\nClient details\nAddress:", None),  # only the label's own line
     ("Out of hours, call the duty line:", whose.OTHERS), ("Ring the help desk at", whose.OTHERS),  # the one called
     ("Call the office or me on", whose.WRITER),                             # the writer named nearer
+    ("Please reply to the recruiter, not me, at", whose.OTHERS), ("Send it to Ana, not to me:", whose.OTHERS),  # "not me"
+    ("If I miss your call, not to worry, ring me on", whose.WRITER),
     ("So sorry, typo in my last message \u2014 the right email is", whose.WRITER),  # "message" a noun here
 ])
 def test_person_cue_names_whose_detail_comes_next(text, cue):
