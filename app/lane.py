@@ -41,15 +41,17 @@ class StoreLane(QObject):
         return bool(self._waiting)
 
     def submit(self, job: Job, on_done: Callable[[Any], None] | None = None,
-               on_error: OnError | None = None, changed: Callable[[Any], None] | None = None) -> int:
+               on_error: OnError | None = None, changed: Callable[[Any], None] | None = None,
+               engine: bool = False) -> int:
         """Queue *job*; *on_done(result)* or *on_error(message, locked)* runs on the GUI thread later.
         *changed(result)*: the job writes the library, and this asks matching to follow; it runs when
-        the job succeeds even where its dialog closed meanwhile (:meth:`forget`)."""
+        the job succeeds even where its dialog closed meanwhile (:meth:`forget`).  *engine*: the job is
+        *job(store, engine)*, to read what matching knows (``Engine.where_entries_come``)."""
         job_id = next(self._ids)
         self._waiting[job_id] = (on_done, on_error)
         if changed is not None:
             self._always[job_id] = changed
-        self._worker.submit(job_id, job, changed is not None)
+        self._worker.submit(job_id, job, changed is not None, engine)
         return job_id
 
     def forget(self, owner_callbacks: set[int]) -> None:

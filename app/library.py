@@ -154,7 +154,7 @@ class LaneDialog(QDialog):
         self._jobs: set[int] = set()
         self._closed = False
 
-    def _submit(self, what: str, job, on_done, title: str, changed=None) -> None:
+    def _submit(self, what: str, job, on_done, title: str, changed=None, engine: bool = False) -> None:
         """Run *job(store)* in the lane; *on_done(result)* here when it answers, a warning if it fails.
         *changed(result)*: the chunk ids a write touched (None: all) -- matching follows them even where
         the dialog was closed before the answer came (the user deleted an entry and closed the library)."""
@@ -179,7 +179,8 @@ class LaneDialog(QDialog):
             self.answered.emit(what, None)
 
         job_id = self.lane.submit(job, done, failed,
-                                  None if changed is None else lambda result: self._store_changed(changed(result)))
+                                  None if changed is None else lambda result: self._store_changed(changed(result)),
+                                  engine=engine)
         self._jobs.add(job_id)
 
     def _locked(self, message: str) -> None:
@@ -205,7 +206,7 @@ class LaneDialog(QDialog):
 
 
 class LibraryDialog(LaneDialog):
-    COLUMNS = ["Kind", "Label", "Text", "Contexts", "Uses"]
+    COLUMNS = ["Kind", "Label", "Text", "Contexts", "Comes", "Uses"]
 
     def __init__(self, window):
         super().__init__(window, "Library")
@@ -220,7 +221,7 @@ class LibraryDialog(LaneDialog):
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search text, labels and contexts")
         self.reveal = QCheckBox("Show personal info")
-        self.table = row_table(self.COLUMNS, stretch=(2, 3))
+        self.table = row_table(self.COLUMNS, stretch=(2, 3, 4))
         self.table.doubleClicked.connect(lambda _: self.edit_selected())
         top = QHBoxLayout()
         top.addWidget(self.kind_filter)
@@ -259,9 +260,12 @@ class LibraryDialog(LaneDialog):
         self.search.textChanged.connect(lambda _: self.reload())
         self.reveal.toggled.connect(lambda _: self._fill())
         self.chunks = []
+        self.comes: dict[int, str] = {}  # chunk id -> where matching inserts it (core.library_notes)
         self._reloads = 0                # the newest reload wins: a slower older answer is dropped
         if hasattr(window, "library_unlocked"):
             window.library_unlocked.connect(self._on_unlocked)
+        if hasattr(window, "library_read"):
+            window.library_read.connect(self._on_read)          # matching read an edit: where entries come
         self._show_state(self.locked)
         self.reload()
 
@@ -303,12 +307,21 @@ class LibraryDialog(LaneDialog):
 
         def show(result):
             if n == self._reloads:
-                self.chunks, encryption = result
+                self.chunks, encryption, self.comes = result
                 self.protection.setText(f"Personal information in this library: {encryption}.")
                 self._fill()
 
-        self._submit("reload", lambda store: (store.list_chunks(kind=kind, search=search), store.encryption),
-                     show, "Library")
+        def job(store, engine):
+            rows = store.list_chunks(kind=kind, search=search)
+            comes = engine.where_entries_come([c.id for c in rows]) if engine is not None else {}
+            return rows, store.encryption, comes
+
+        self._submit("reload", job, show, "Library", engine=True)
+
+    def _on_read(self) -> None:
+        """Matching has read the library again (after an edit here or elsewhere): the Comes column follows."""
+        if not self._closed and not self.locked:
+            self.reload()
 
     def _fill(self) -> None:
         self.table.setRowCount(len(self.chunks))
@@ -317,11 +330,13 @@ class LibraryDialog(LaneDialog):
                                    and self.kind_filter.currentData() is None)
         for row, c in enumerate(self.chunks):
             cells = [kind_name(c.kind), c.label or "", c.shown(self.reveal.isChecked()).replace("\n", " ⏎ "),
-                     " | ".join(x.text for x in c.contexts), str(c.use_count)]
+                     " | ".join(x.text for x in c.contexts), self.comes.get(c.id, ""), str(c.use_count)]
             for col, value in enumerate(cells):
                 item = QTableWidgetItem(value)
                 if col == 2 and c.kind == "pii" and not self.reveal.isChecked():
                     item.setToolTip("Hidden: tick 'Show personal info' to show")
+                if self.COLUMNS[col] == "Comes" and value:
+                    item.setToolTip(f"Chunkwise inserts it {value}.")
                 item.setData(Qt.UserRole, c.id)
                 self.table.setItem(row, col, item)
 

@@ -91,6 +91,7 @@ class ComposeWindow(QMainWindow, EmailActions):
     request_forget = Signal()
     request_unlock = Signal(str)            # the store file to open now (a passphrase was given)
     library_unlocked = Signal()             # the library opened after start (dialogs fill their tables)
+    library_read = Signal()                 # matching read the library again (the Library's Comes column follows)
 
     def __init__(self, settings: Settings, settings_file: Path | None = None, start_worker: bool = True,
                  autosave_file: AutosaveFile | None = None):
@@ -392,6 +393,7 @@ class ComposeWindow(QMainWindow, EmailActions):
         self.progress.setVisible(False)
         self.cancel_button.setVisible(False)
         self._show_library_size(size)
+        self.library_read.emit()
 
     def _show_library_size(self, size: dict) -> None:
         """*size*: worker.library_size.  Without an entry of the user's own (an empty library, a locked

@@ -245,24 +245,26 @@ class ModelWorker(QObject):
 
     # ------------------------------------------------------------ store jobs (app/lane.py)
 
-    def submit(self, job_id: int, fn, writes: bool = False) -> None:
+    def submit(self, job_id: int, fn, writes: bool = False, engine: bool = False) -> None:
         """Called from the GUI thread: queue *fn(store)*; it runs here, now or between a long job's steps.
-        *writes*: it changes the library, so matching is out of date until the refresh the caller sends."""
-        self._jobs.put((job_id, fn, writes))
+        *writes*: it changes the library, so matching is out of date until the refresh the caller sends.
+        *engine*: *fn(store, engine)*, for a job that reads what matching knows (the engine is None
+        where the model did not load)."""
+        self._jobs.put((job_id, fn, writes, engine))
         QMetaObject.invokeMethod(self, "run_jobs", Qt.QueuedConnection)
 
     @Slot()
     def run_jobs(self) -> None:
         while True:
             try:
-                job_id, fn, writes = self._jobs.get_nowait()
+                job_id, fn, writes, engine = self._jobs.get_nowait()
             except queue.Empty:
                 return
             if self.store is None or self.locked:
                 self.job_failed.emit(job_id, self.locked or "The library is not open yet.", bool(self.locked))
                 continue
             try:
-                result = fn(self.store)
+                result = fn(self.store, self.engine) if engine else fn(self.store)
             except Exception as exc:
                 self.store.rollback()        # a job that failed half-way leaves no transaction open behind it
                 if isinstance(exc, ChunkwiseError):

@@ -28,6 +28,7 @@ from .encoding import ContextStates, Encoder, ModelStats
 from .errors import ChunkwiseError
 from .healing import unfinished_word, vocabulary
 from .knn import KnnLM, KnnSettings
+from .library_notes import where_entries_come
 from .llama_runtime import LlamaRuntime
 from .matching import DEFAULT_THRESHOLD, REPEATABLE_KINDS, ChunkMatcher
 from .paths import resolve_model_path
@@ -395,6 +396,11 @@ class Engine:
         if not self._refreshed:
             self.refresh(self._progress)
         return self.matcher
+
+    def where_entries_come(self, chunk_ids: Sequence[int]) -> dict[int, str]:
+        """chunk id -> where matching inserts that library entry (core/library_notes.py), as it knows the
+        library now: an entry it has not read yet gets "" (the refresh after an edit brings it)."""
+        return where_entries_come(self._matcher, chunk_ids)
 
     def runtime_states(self, tokens: Sequence[int]):
         """One pass over *tokens* from an empty cache: logits (n, V) and hidden states (n, d), row i after token i."""

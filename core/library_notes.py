@@ -1,0 +1,50 @@
+"""Where each entry of the user's library comes: what the Library window shows beside it.
+
+Matching decides in three ways (core/matching.py), and a user who stored a passport number with
+"My number is" as its only lead-in cannot see why it never comes.  One line per entry says which:
+
+- a value of a field the slot classifier knows (phone, email, address, tax ID...): wherever the
+  model's state reads that field next, in any words;
+- a value of a kind it does not know (a passport, a gym card): only where the user's own words
+  for it are said (:meth:`ChunkMatcher.alone_words`), and nowhere while it has none;
+- a sentence of a kind it knows (availability, a closing line...), or an entry it reads as no
+  kind: where its stored contexts match the place (the CD-LM paper's context matching).
+
+>>> where_it_comes(matcher, passport_id)                                   # doctest: +SKIP
+'where your words name it: "passport"'
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from .slots import SENTENCE_KINDS
+
+NAMING_SHOWN = 4          # words shown for an entry of its own kind (the rest are as good)
+
+
+def where_it_comes(matcher, chunk_id: int) -> str:
+    """One line on where *chunk_id* (an entry of the user's library) is inserted; "" where matching
+    does not know it (not read yet: a refresh is on its way)."""
+    try:
+        matcher.chunk_info(chunk_id)
+    except KeyError:
+        return ""
+    if not matcher.is_typed(chunk_id):
+        return "where its contexts match"
+    field = matcher.typed_field(chunk_id)
+    if matcher.of_own_kind(chunk_id):
+        named = sorted(matcher.alone_words(chunk_id))[:NAMING_SHOWN]
+        if not named:
+            return 'nowhere yet: add a context that says what it is ("My gym card number is")'
+        return "where your words name it: " + ", ".join(f'"{w}"' for w in named)
+    readable = field.replace("_", " ")
+    if field in SENTENCE_KINDS:
+        return f"where its contexts match, as a sentence of {readable}"
+    return f"wherever your {readable} is asked for"
+
+
+def where_entries_come(matcher, chunk_ids: Iterable[int]) -> dict[int, str]:
+    """:func:`where_it_comes` for each of *chunk_ids*; {} without a matcher (an empty library)."""
+    if matcher is None:
+        return {}
+    return {k: where_it_comes(matcher, k) for k in chunk_ids}
