@@ -318,6 +318,15 @@ class LibraryDialog(LaneDialog):
 
         self._submit("reload", job, show, "Library", engine=True)
 
+    def done(self, result: int) -> None:
+        for signal, slot in (("library_unlocked", self._on_unlocked), ("library_read", self._on_read)):
+            if hasattr(self.window_, signal):
+                try:
+                    getattr(self.window_, signal).disconnect(slot)   # a closed dialog hears no more of it
+                except (RuntimeError, TypeError):
+                    pass
+        super().done(result)
+
     def _on_read(self) -> None:
         """Matching has read the library again (after an edit here or elsewhere): the Comes column follows."""
         if not self._closed and not self.locked:

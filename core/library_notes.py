@@ -7,8 +7,10 @@ Matching decides in three ways (core/matching.py), and a user who stored a passp
   model's state reads that field next, in any words;
 - a value of a kind it does not know (a passport, a gym card): only where the user's own words
   for it are said (:meth:`ChunkMatcher.alone_words`), and nowhere while it has none;
-- a sentence of a kind it knows (availability, a closing line...), or an entry it reads as no
-  kind: where its stored contexts match the place (the CD-LM paper's context matching).
+- a sentence of a kind it knows (availability, a closing line...): where the model's state reads
+  that kind next, unless another snippet's stored contexts match the place better;
+- an entry it reads as no kind: where its stored contexts match the place (the CD-LM paper's
+  context matching).
 
 >>> where_it_comes(matcher, passport_id)                                   # doctest: +SKIP
 'where your words name it: "passport"'
@@ -39,7 +41,7 @@ def where_it_comes(matcher, chunk_id: int) -> str:
         return "where your words name it: " + ", ".join(f'"{w}"' for w in named)
     readable = field.replace("_", " ")
     if field in SENTENCE_KINDS:
-        return f"where its contexts match, as a sentence of {readable}"
+        return f"where the model reads a sentence of {readable} next"
     return f"wherever your {readable} is asked for"
 
 

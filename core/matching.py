@@ -537,7 +537,8 @@ class ChunkMatcher(MatchingState):
         if typed:
             typed_here = (self.learned_proposal(text, exclude)
                           or self.typed_proposal(hidden, hidden_local, text, exclude, whitened=whitened))
-            if typed_here is not None and (typed_here.learned or not is_sentence(typed_here.text)):
+            if typed_here is not None and (typed_here.learned or typed_here.kind != "snippet"
+                                           or not is_sentence(typed_here.text)):
                 return typed_here
         floor = self.calibration.raw_cutoff(self.threshold) if greedy else max(self.eta, self.calibration.background)
         ranked = self.candidates(hidden, hidden_local, text, exclude, min_match=floor, last_token=last_token,
@@ -549,9 +550,10 @@ class ChunkMatcher(MatchingState):
         # Which of the user's snippet sentences: the classifier reads only what kind of sentence comes (an
         # availability, a closing line...), and a snippet of another kind is typed as the nearest one or not
         # at all; where another snippet's stored contexts match this place past the threshold, better than
-        # the typed one's own do, that one ("A note on food:" read as availability, the office hours, and
-        # matched the dietary note's "About food:" at 0.41 on the slider's scale, the office hours' -0.05).
-        if (retrieved is not None and retrieved.kind not in REPEATABLE_KINDS and is_sentence(retrieved.text)
+        # the typed one's own do, that one (bench/data/fields dev f082: "On the food front:" read as
+        # availability, the office hours, while the dietary note's "About food:" matched past the threshold).
+        if (typed_here.kind == "snippet" and retrieved is not None and retrieved.kind == "snippet"
+                and is_sentence(retrieved.text) and retrieved.match >= self.calibration.raw_cutoff(self.threshold)
                 and retrieved.match > max((c.match for c in ranked if c.chunk_id == typed_here.chunk_id), default=-1.0)):
             return retrieved
         return typed_here

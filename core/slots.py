@@ -220,11 +220,11 @@ LABEL_FIELDS = {"address": {"address", "postal_code"}, "email": {"email"}, "e-ma
 # other numbers people keep after a word for one of those ("PO number:", "Booking no.:"), and open
 # (None) after anything else ("Here's my number:").  Read as a draft's first line, "PO number:" took
 # the user's phone (bench/personal.py dev, bench/out/personal-dev-first-line-before-gates.txt).
-NUMBER_WORDS = {"number", "no", "no.", "#", "nr", "nr."}
+_NUMBER_WORDS = {"number", "no", "no.", "#", "nr", "nr."}
 _PHONE_WORDS = {"phone", "mobile", "mob", "mob.", "cell", "cellphone", "tel", "tel.", "telephone", "ph", "ph.",
                 "contact", "whatsapp", "landline", "fax", "callback", "direct", "work", "home", "office",
                 "daytime", "evening", "emergency"}
-_OTHER_NUMBER_WORDS = {"po", "p.o.", "purchase", "order", "booking", "reservation", "confirmation", "account",
+OTHER_NUMBER_WORDS = {"po", "p.o.", "purchase", "order", "booking", "reservation", "confirmation", "account",
                        "acct", "invoice", "reference", "ref", "ref.", "tax", "vat", "customer", "client", "case",
                        "ticket", "tracking", "passport", "policy", "membership", "member", "flight", "room",
                        "serial", "registration", "id", "iban", "routing", "licence", "license", "insurance",
@@ -272,7 +272,7 @@ def number_label_fields(qualifiers: Sequence[str]) -> set[str] | None:
     """
     if any(w in _PHONE_WORDS for w in qualifiers):
         return {"phone"}
-    return NUMBER_FIELDS if any(w in _OTHER_NUMBER_WORDS for w in qualifiers) else None
+    return NUMBER_FIELDS if any(w in OTHER_NUMBER_WORDS for w in qualifiers) else None
 
 
 def names_a_number(text: str) -> bool:
@@ -282,7 +282,7 @@ def names_a_number(text: str) -> bool:
     (True, False)
     """
     words_ = label_words(text)
-    return bool(words_) and words_[-1] in NUMBER_WORDS
+    return bool(words_) and words_[-1] in _NUMBER_WORDS
 
 
 # A qualifier in brackets at a label's end, which forms add to its field ("Personal website (optional):",
@@ -302,7 +302,7 @@ def label_words(text: str) -> list[str]:
     """
     label = label_line(text) or ""
     note = _LABEL_NOTE.search(label)
-    if note is not None and not set(note.group(1).lower().split()) & (set(LABEL_FIELDS) | NUMBER_WORDS):
+    if note is not None and not set(note.group(1).lower().split()) & (set(LABEL_FIELDS) | _NUMBER_WORDS):
         label = label[: note.start()] + ":"
     return label.lower().replace(":", " ").split()
 

@@ -79,21 +79,23 @@ SHORT_NOTE = 2            # words of a bracketed note that names what the clause
 def current_clause(text: str, notes: bool = False) -> str:
     r"""The clause being written: :func:`current_sentence` after its last comma, semicolon, colon or dash,
     with a bracketed note left out and the marks it ends with set aside (the words that lead into
-    what comes next).  With *notes*, a note of a word or two (SHORT_NOTE) keeps its words: it says
-    which thing the clause speaks of ("ID document (passport) number:"), where a longer one is an aside.
+    what comes next).  With *notes*, a note of a word or two (SHORT_NOTE) that are content words keeps
+    them: it says which thing the clause speaks of ("ID document (passport) number:"), where a longer
+    one, or one with a function word ("(per passport)", "(not passport)"), is an aside.
 
     >>> current_clause("Our office line, in case email is slow, is"), current_clause("Hi,\n\nCall me:")
     (' is', 'Call me')
     >>> current_clause("My phone (mobile) --"), current_clause("ID (passport) number:", notes=True)
     ('My phone', 'ID  passport  number')
-    >>> current_clause("Our line (in case email is slow) is", notes=True)
-    'Our line   is'
+    >>> current_clause("Our line (in case email is slow) is", notes=True), current_clause("Name (per passport):", notes=True)
+    ('Our line   is', 'Name')
     """
     body, before = current_sentence(text), None
 
     def note(m: re.Match) -> str:
         inner = m.group(0)[1:-1]
-        return f" {inner} " if notes and len(inner.split()) <= SHORT_NOTE and "(" not in inner else " "
+        short = len(inner.split()) <= SHORT_NOTE and not any(w in FUNCTION_WORDS for w in _WORD_RE.findall(inner.lower()))
+        return f" {inner} " if notes and short and "(" not in inner else " "
 
     while body != before:                       # inner notes first: "x (a (b) c) is" -> "x   is"
         body, before = _BRACKETED.sub(note, body), body

@@ -28,8 +28,8 @@ import numpy as np
 
 from .details import find_details
 from .llama_runtime import LlamaRuntime
-from .slots import LABEL_FIELDS, NUMBER_WORDS, label_fields, names_a_number
-from .text import FUNCTION_WORDS, label_line, lead_in
+from .slots import OTHER_NUMBER_WORDS, label_fields, names_a_number
+from .text import label_line, lead_in
 
 WRITER, OTHERS = "writer", "others"
 # The model's own continuation of "<text> — that's my|his|her|their|your".  Chosen over " (that is" on
@@ -111,8 +111,9 @@ def person_cue(text: str) -> str | None:
         if t in _CONTACT_VERBS and tokens[i + 1: i + 2] == ["the"]:
             return OTHERS             # "call the duty line:", "ring the help desk at": the one called owns it
         if t in _FIRST_PERSON:
-            if "not" in tokens[max(0, i - 2): i]:
-                return OTHERS         # "reply to the recruiter, not me, at", "not to me": the writer says it is not theirs
+            if tokens[i - 1: i] == ["not"] or tokens[max(0, i - 2): i] in (["not", "to"], ["not", "for"]):
+                return OTHERS         # "reply to the recruiter, not me, at", "not to me": the writer says it is not
+                                      # theirs ("If not, call me on", "Why not email me at" are the writer's)
             after = tokens[i + 1: i + 1 + _RELATION_SPAN]
             return OTHERS if t in ("my", "our") and any(a in _RELATIONS for a in after) else WRITER
         following = tokens[i + 1] if i + 1 < len(tokens) else None
@@ -187,18 +188,19 @@ def says_my(text: str) -> bool:
                    for i, t in enumerate(after))
 
 
+# What a writer holds from a place, named after it: a card, an account, a booking... (the words that name a
+# number people keep, slots.OTHER_NUMBER_WORDS, and a card).
+_HELD = OTHER_NUMBER_WORDS | {"card"}
 # What may stand between "me" and the writer's value: a preposition, or an adverb of how to reach them.
 _LEADS_TO_VALUE = {"at", "on", "via", "by", "through", "to", "directly", "instead", "here", "anytime"}
 
 
 def _a_places_word(words_: list[str], i: int) -> bool:
-    """Whether *words_*[i] names a place (_PLACES) that owns what comes next: it ends the words, or a
-    word for a contact detail or a number follows it ("my hotel is at", "my hotel phone number");
-    not where a word for another thing follows ("my library card", "my bank account": the writer's)."""
-    if words_[i] not in _PLACES:
-        return False
+    """Whether *words_*[i] names a place (_PLACES) that owns what comes next: unless a word for a thing
+    the writer holds from it follows (_HELD: "my library card", "my bank account", "my hotel booking"),
+    it does ("my hotel is at", "my hotel phone number", "my hotel directly", "my hotel front desk")."""
     following = words_[i + 1] if i + 1 < len(words_) else None
-    return following is None or following in FUNCTION_WORDS or following in LABEL_FIELDS or following in NUMBER_WORDS
+    return words_[i] in _PLACES and following not in _HELD
 
 
 def names_a_place(text: str) -> bool:

@@ -327,7 +327,7 @@ def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_s
     ("Out of hours, call the duty line:", whose.OTHERS), ("Ring the help desk at", whose.OTHERS),  # the one called
     ("Call the office or me on", whose.WRITER),                             # the writer named nearer
     ("Please reply to the recruiter, not me, at", whose.OTHERS), ("Send it to Ana, not to me:", whose.OTHERS),  # "not me"
-    ("If I miss your call, not to worry, ring me on", whose.WRITER),
+    ("If I miss your call, not to worry, ring me on", whose.WRITER), ("If not, call me on", whose.WRITER),
     ("So sorry, typo in my last message \u2014 the right email is", whose.WRITER),  # "message" a noun here
 ])
 def test_person_cue_names_whose_detail_comes_next(text, cue):
@@ -1223,6 +1223,8 @@ def test_the_threshold_profile_never_shows_taken_what_decoding_does_not_take(run
     ("For the loan, the number on my library card is", True),        # "library" says which card: the writer's
     ("Send the refund to my bank account,", True),
     ("my hotel is at", False), ("my hotel phone number is", False),   # the place owns what comes
+    ("Post the documents to my hotel directly at", False), ("Ring my hotel front desk:", False),
+    ("If not, call me on", True), ("Why not email me at", True),     # a "not" of another clause
 ])
 def test_the_writer_claims_the_value_by_me_or_by_a_thing_of_theirs(text, claimed):
     """Bug caught: only "my" claimed a value against the classifier's someone-else's reading, so "send the
