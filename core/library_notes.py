@@ -1,7 +1,8 @@
 """Where each entry of the user's library comes: what the Library window shows beside it.
 
-Matching decides in three ways (core/matching.py), and a user who stored a passport number with
-"My number is" as its only lead-in cannot see why it never comes.  One line per entry says which:
+Matching decides in these ways (core/matching.py), and a user cannot see which applies: a number
+stored under "ID:" alone never comes, one stored under "My number is" alone reads as a phone and
+comes wherever a phone is asked for.  One line per entry says which:
 
 - a value of a field the slot classifier knows (phone, email, address, tax ID...): wherever the
   model's state reads that field next, in any words;
