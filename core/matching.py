@@ -802,7 +802,7 @@ class ChunkMatcher(MatchingState):
         members = (chunk_id, *rivals)
         if not any(self.of_own_kind(k) for k in members):
             return self.named_by_lead_ins(chunk_id, rivals, text)
-        scope, clause = naming_scope(text), content_word_list(current_clause(text, notes=True))
+        clause, scope = _clause_and_scope(text)
 
         def named_at(k: int) -> int:
             if self.of_own_kind(k):
@@ -847,8 +847,13 @@ def naming_scope(text: str) -> list[str]:
     >>> naming_scope("They need the number from my passport, it's"), naming_scope("I lost my gym card, so ring me on")
     (['need', 'number', 'passport'], ['ring'])
     """
+    return _clause_and_scope(text)[1]
+
+
+def _clause_and_scope(text: str) -> tuple[list[str], list[str]]:
+    """The clause's content words (short notes kept) and :func:`naming_scope`, from one reading of the clause."""
     clause = content_word_list(current_clause(text, notes=True))
-    return clause if clause else content_word_list(current_sentence(text))
+    return clause, clause if clause else content_word_list(current_sentence(text))
 
 
 class Once:

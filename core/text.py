@@ -93,9 +93,10 @@ def current_clause(text: str, notes: bool = False) -> str:
     body, before = current_sentence(text), None
 
     def note(m: re.Match) -> str:
-        inner = m.group(0)[1:-1]
-        short = len(inner.split()) <= SHORT_NOTE and not any(w in FUNCTION_WORDS for w in _WORD_RE.findall(inner.lower()))
-        return f" {inner} " if notes and short and "(" not in inner else " "
+        inner = m.group(0)[1:-1]              # (_BRACKETED: no bracket inside)
+        kept = (notes and len(inner.split()) <= SHORT_NOTE
+                and not any(w in FUNCTION_WORDS for w in _WORD_RE.findall(inner.lower())))
+        return f" {inner} " if kept else " "
 
     while body != before:                       # inner notes first: "x (a (b) c) is" -> "x   is"
         body, before = _BRACKETED.sub(note, body), body
