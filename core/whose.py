@@ -53,7 +53,7 @@ OWNER_MIN = -1.5
 
 # Words with inner apostrophes and hyphens kept whole ("co-author", "sister-in-law's").
 _TOKEN_RE = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*'?", re.UNICODE)
-_I = {"i", "me", "my", "mine", "myself", "i'm", "i've", "i'll", "i'd"}
+_I = {"i", "me", "my", "mine", "mine's", "myself", "i'm", "i've", "i'll", "i'd"}
 _WE = {"we", "us", "our", "ours", "ourselves", "we're", "we've", "we'll", "we'd"}
 _FIRST_PERSON = _I | _WE
 _COUNTRY_US = re.compile(r"\bU\.?S\.?(?:A\b|\b|(?=\s|$))")    # "US", "U.S.", "USA": a country, not "us"
@@ -102,11 +102,116 @@ def _tokens(sentence: str) -> list[str]:
 
 
 def person_cue(text: str) -> str | None:
-    """WRITER, OTHERS, or None: the last person the sentence being written names before the cursor."""
-    tokens = _tokens(lead_in(text))
+    """WRITER, OTHERS, or None: the last person the sentence being written names before the cursor.
+
+    Two kinds of word name no owner of what comes: a person inside a clause of time or condition
+    that closed before the cursor's ("The courier should phone me when he arrives, on": the writer's,
+    :func:`_closed_aside`), and, where the cursor's clause only points back to a thing named before it
+    ("Feel free to pass my email on to her, it's"), anyone named after that thing: its owner is
+    (:func:`_pointed_owner`).
+
+    >>> person_cue("The courier should phone me when he arrives, on"), person_cue("Pass my email on to her, it's")
+    ('writer', 'writer')
+    >>> person_cue("When he lands, his number is"), person_cue("I gave her number to the courier, it's")
+    ('others', 'others')
+    """
+    segments = _segments(text)
+    tokens = [t for seg in segments for t in seg]
+    cue = _pointed_owner(segments) or _last_person(tokens, _closed_aside(segments))
+    if cue is not None:
+        return cue
+    # A label that names a relation and nobody else ("Client site:", "Landlord:", "IT support hotline:")
+    # is that person's.  Over the slot training corpora this moves 23 of someone else's details and 1
+    # of the writer's own ("Role in team:") to someone else's (bench/slot_reading.py, its table of
+    # the person cue on the corpora: 876 -> 899 and 56 -> 57).
+    label = label_line(text)
+    if label is not None and any(t in _RELATIONS for t in _tokens(label)):
+        return OTHERS
+    return None
+
+
+# Words that open a clause of time or condition: its subject, in one closed before the cursor's clause
+# after the writer named themselves, acts in it ("phone me when he arrives, on") and owns nothing that comes.
+_SUBORDINATORS = {"when", "whenever", "once", "while", "before", "after", "until", "till", "if", "unless"}
+# A clause that only points back at a thing named before it: "…, it's", "…, which is", "…, that's".
+_POINTING = {"it", "it's", "which", "that", "that's", "this"}
+_COPULA = {"is", "was", "will", "be", "should", "would"}
+_POSSESSIVES = {"my", "our", "his", "her", "their", "your"}
+_DETERMINERS = {"the", "a", "an", "this", "that", "these", "those"}     # a thing named with no owner
+_CLAUSE_BREAK = re.compile(r"[,;:\u2013\u2014]")
+
+
+def _segments(text: str) -> list[list[str]]:
+    """The words of the sentence being written (text.lead_in), split where a comma, colon, semicolon or dash
+    ends a clause; the last segment is the cursor's clause (empty right after the mark)."""
+    return [_tokens(part) for part in _CLAUSE_BREAK.split(lead_in(text))]
+
+
+def _closed_aside(segments: list[list[str]]) -> set[int]:
+    """The positions (in the tokens of all *segments*, the sentence split at its commas) of the subject
+    of a clause of time or condition ("when he arrives") after the writer named themselves ("phone me
+    when he arrives"), in a segment closed before the last one, the cursor's clause (with words)."""
+    inside, at, writer = set(), 0, False
+    if not segments[-1]:
+        return inside                         # "…if you want to see his stuff:": the label's own clause, not closed
+    for seg in segments[:-1]:
+        for k, t in enumerate(seg):
+            if writer and t in _SUBORDINATORS and k + 1 < len(seg) and seg[k + 1] in _THIRD_PERSON:
+                inside.add(at + k + 1)
+            writer = writer or t in _FIRST_PERSON
+        at += len(seg)
+    return inside
+
+
+def _pointed_owner(segments: list[list[str]]) -> str | None:
+    """Where the last segment only points back (_POINTING: "it's", "which is") and the last thing named
+    in the segment before it is owned by a possessive, whose that thing is ("my email" the writer's,
+    "her number", "your number" or "Tom's email" someone else's; :func:`_pointed_at`); otherwise None,
+    and the last person named decides as everywhere ("I gave her number to the courier, it's": the
+    courier owns nothing).
+
+    >>> _pointed_owner([["pass", "my", "email", "on", "to", "her"], ["it's"]]), _pointed_owner([["i", "gave", "you", "the", "address"], ["it's"]])
+    ('writer', None)
+    """
+    pointed = _pointed_at(segments)
+    if pointed is None:
+        return None
+    seg, k = pointed
+    return OTHERS if seg[k] == "your" else _last_person(seg[:k + 2])
+
+
+def _pointed_at(segments: list[list[str]]) -> tuple[list[str], int] | None:
+    """(the segment, the position of the possessive in it) of the thing the last segment points back at,
+    or None: the last segment only points back (_POINTING) and the last word of the segment before it
+    that names whose or which thing comes is a possessive followed by a word ("my email"; a possessive
+    with no word after it in its segment, "on to her", is an object, not an owner, and another's after
+    "to" names who gets the thing, "to your sister"; an article names a thing of no one's)."""
+    last = segments[-1]
+    if len(segments) < 2 or not last or last[0] not in _POINTING or not set(last) <= _POINTING | _COPULA:
+        return None
+    seg = segments[-2]
+    marks = [k for k, t in enumerate(seg[:-1]) if (t in _POSSESSIVES or t in _DETERMINERS or _is_possessive(t, seg[k + 1]))
+             and not (seg[k - 1: k] == ["to"] and t != "my")]        # "to your sister": who gets it, not what
+    if not marks or seg[marks[-1]] in _DETERMINERS:
+        return None
+    return seg, marks[-1]
+
+
+def _is_possessive(token: str, following: str | None) -> bool:
+    """Whether *token* is a possessive ("Sam's", "the organisers'") before *following*, not "it's" or "the flat's at"."""
+    return len(token) > 2 and token.endswith("s'") or (
+        following is not None and token.endswith("'s") and token[:-2] not in _NOT_POSSESSIVE
+        and following not in _AFTER_IS)
+
+
+def _last_person(tokens: list[str], aside: set[int] = frozenset()) -> str | None:
+    """WRITER, OTHERS or None: the last person *tokens* name, read from the end (:func:`person_cue`);
+    a third person at a position in *aside* names no one."""
     for i in range(len(tokens) - 1, -1, -1):
         t = tokens[i]
         if t in _THIRD_PERSON:
+            if i in aside:
+                continue
             return OTHERS
         if t in _CONTACT_VERBS and tokens[i + 1: i + 2] == ["the"]:
             return OTHERS             # "call the duty line:", "ring the help desk at": the one called owns it
@@ -116,10 +221,7 @@ def person_cue(text: str) -> str | None:
                                       # theirs ("If not, call me on", "Why not email me at" are the writer's)
             after = tokens[i + 1: i + 1 + _RELATION_SPAN]
             return OTHERS if t in ("my", "our") and any(a in _RELATIONS for a in after) else WRITER
-        following = tokens[i + 1] if i + 1 < len(tokens) else None
-        if len(t) > 2 and t.endswith("s'") or (
-                following is not None and t.endswith("'s") and t[:-2] not in _NOT_POSSESSIVE
-                and following not in _AFTER_IS):
+        if _is_possessive(t, tokens[i + 1] if i + 1 < len(tokens) else None):
             # "the organisers' account", "Sam's portfolio", "my wife's number", "my friend Sam's";
             # but "our company's page", "our new company's" are the writer's own group.
             before = tokens[max(0, i - 2): i]
@@ -128,13 +230,6 @@ def person_cue(text: str) -> str | None:
                     and not any(b in _RELATIONS for b in before)):
                 return WRITER
             return OTHERS
-    # A label that names a relation and nobody else ("Client site:", "Landlord:", "IT support hotline:")
-    # is that person's.  Over the slot training corpora this moves 23 of someone else's details and 1
-    # of the writer's own ("Role in team:") to someone else's (bench/slot_reading.py, its table of
-    # the person cue on the corpora: 876 -> 899 and 56 -> 57).
-    label = label_line(text)
-    if label is not None and any(t in _RELATIONS for t in _tokens(label)):
-        return OTHERS
     return None
 
 
@@ -175,15 +270,28 @@ def says_my(text: str) -> bool:
     (True, True)
     >>> says_my("Let me know the address:"), says_my("Tell me her number:")
     (False, False)
+    >>> says_my("Feel free to pass my email on to her, it's"), says_my("I gave her number to the courier, it's")
+    (True, False)
+    >>> says_my("Sure, give my email to your sister, it's"), says_my("Sure, give my sister's email to Tom, it's")
+    (True, False)
     """
     tokens = _tokens(lead_in(text))[-4:]
     if person_cue(text) != WRITER:
         return False
+    pointed = _pointed_at(_segments(text))
+    if pointed is not None:           # "pass my email on to her, it's": the clause points back at "my email"
+        seg, k = pointed
+        thing = seg[k + 1:]
+        thing = thing[:next((j for j, t in enumerate(thing) if t in _GOES_TO), len(thing))]   # not "to your sister"
+        return seg[k] == "my" and _mine(thing)
     if "me" in tokens and all(t in _LEADS_TO_VALUE for t in tokens[len(tokens) - tokens[::-1].index("me"):]):
         return True
-    if "my" not in tokens:
-        return False
-    after = tokens[len(tokens) - tokens[::-1].index("my"):]           # the words after the last "my"
+    return "my" in tokens and _mine(tokens[len(tokens) - tokens[::-1].index("my"):])
+
+
+def _mine(after: list[str]) -> bool:
+    """Whether the words *after* a "my" leave what they name the writer's: no one else's or no place's
+    word among them ("my dentist's", "my sister", "my hotel"; but "my library card": :func:`_a_places_word`)."""
     return not any(t.endswith(("'s", "s'")) or t in _RELATIONS or _a_places_word(after, i)
                    for i, t in enumerate(after))
 
@@ -191,6 +299,8 @@ def says_my(text: str) -> bool:
 # What a writer holds from a place, named after it: a card, an account, a booking... (the words that name a
 # number people keep, slots.OTHER_NUMBER_WORDS, and a card).
 _HELD = OTHER_NUMBER_WORDS | {"card"}
+# Words after a thing named that say where it goes, not what it is: "my email on to her", "my number to your sister".
+_GOES_TO = {"to", "on", "with", "for", "over"}
 # What may stand between "me" and the writer's value: a preposition, or an adverb of how to reach them.
 _LEADS_TO_VALUE = {"at", "on", "via", "by", "through", "to", "directly", "instead", "here", "anytime"}
 

@@ -329,6 +329,20 @@ def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_s
     ("Please reply to the recruiter, not me, at", whose.OTHERS), ("Send it to Ana, not to me:", whose.OTHERS),  # "not me"
     ("If I miss your call, not to worry, ring me on", whose.WRITER), ("If not, call me on", whose.WRITER),
     ("So sorry, typo in my last message \u2014 the right email is", whose.WRITER),  # "message" a noun here
+    # A clause that points back at a thing is its owner's, not the one it goes to; one that points at a thing
+    # of no one's, or at someone else's, reads as before.
+    ("Feel free to pass my email on to her, it's", whose.WRITER), ("Forward my address to them, which is", whose.WRITER),
+    ("Sure, give my email to your sister, it's", whose.WRITER),
+    ("Please update your records with my full name, which is", whose.WRITER),
+    ("I gave her number to the courier, it's", whose.OTHERS), ("I've passed your number to him, it's", whose.OTHERS),
+    ("Here's Tom's email, it's", whose.OTHERS), ("If you need to reach him, it's", whose.OTHERS),
+    ("My husband and I share the home phone, which is", whose.WRITER),
+    # The subject of a clause of time closed before the cursor's, after the writer named themselves, owns nothing.
+    ("The courier should phone me when he arrives, on", whose.WRITER), ("Call me when she gets the keys, on", whose.WRITER),
+    ("Please ask the driver to call when he gets there, at", whose.OTHERS),      # no writer before it
+    ("When she lands, call her on", whose.OTHERS), ("Once he's checked in, he can be reached on", whose.OTHERS),
+    ("Dotfiles are on my GitHub if you want them: ", whose.OTHERS),          # (as before: the clause is the label's)
+    ("Sorry, wrong @, mine's actually", whose.WRITER), ("Check-in wants a reference, mine's", whose.WRITER),
 ])
 def test_person_cue_names_whose_detail_comes_next(text, cue):
     assert whose.person_cue(text) == cue
@@ -1225,6 +1239,8 @@ def test_the_threshold_profile_never_shows_taken_what_decoding_does_not_take(run
     ("my hotel is at", False), ("my hotel phone number is", False),   # the place owns what comes
     ("Post the documents to my hotel directly at", False), ("Ring my hotel front desk:", False),
     ("If not, call me on", True), ("Why not email me at", True),     # a "not" of another clause
+    ("Happy for you to pass my email on to her, it's", True),       # the clause points back at "my email"
+    ("Sure, give my email to your sister, it's", True), ("Sure, give my sister's email to Tom, it's", False),
 ])
 def test_the_writer_claims_the_value_by_me_or_by_a_thing_of_theirs(text, claimed):
     """Bug caught: only "my" claimed a value against the classifier's someone-else's reading, so "send the
@@ -1284,6 +1300,23 @@ def test_of_two_snippet_sentences_the_one_whose_contexts_match_comes(runtime, pr
         assert engine.matcher.is_typed(ids["office hours"]) and not engine.matcher.is_typed(ids["dietary"])
         out = engine.generate(GenerationRequest(prompt, max_tokens=30, stop=["\n\n"]), record_use=False)
         assert [s.chunk_id for s in out.spans] == [ids[which]]
+    finally:
+        engine.store.close()
+        runtime.reset()
+
+
+@pytest.mark.parametrize("prompt, which", [
+    ("Hi Jo,\n\nHappy for you to forward my email to them, it's", "email"),
+    ("The delivery man can text me when he gets here, on", "phone"),
+])
+def test_a_value_given_to_someone_else_or_awaited_from_them_is_the_writers(runtime, prompt, which):
+    """"forward my email to them, it's": the email goes to them and is the writer's; "text me when he gets here,
+    on": he texts the writer's number.  Bug caught: the person cue took the last third person named ("them",
+    "he") for the owner, so the user's value stayed out (as in bench/personal.py dev p037 and
+    bench/cli_profile.py dev d039; these sentences were written for the test)."""
+    engine, ids = _library(runtime, CONTACTS)
+    try:
+        assert _values(engine, prompt) == [ids[which]]
     finally:
         engine.store.close()
         runtime.reset()
