@@ -22,13 +22,13 @@ it is the writer's ("Our clinic is located at"): :func:`names_a_place`.
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable
+from typing import Callable, Collection, Iterable
 
 import numpy as np
 
 from .details import find_details
 from .llama_runtime import LlamaRuntime
-from .slots import OTHER_NUMBER_WORDS, label_fields, names_a_number
+from .slots import LABEL_FIELDS, OTHER_NUMBER_WORDS, label_fields, names_a_number
 from .text import label_line, lead_in
 
 WRITER, OTHERS = "writer", "others"
@@ -53,7 +53,7 @@ OWNER_MIN = -1.5
 
 # Words with inner apostrophes and hyphens kept whole ("co-author", "sister-in-law's").
 _TOKEN_RE = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*'?", re.UNICODE)
-_I = {"i", "me", "my", "mine", "mine's", "myself", "i'm", "i've", "i'll", "i'd"}
+_I = {"i", "me", "my", "mine", "myself", "i'm", "i've", "i'll", "i'd"}
 _WE = {"we", "us", "our", "ours", "ourselves", "we're", "we've", "we'll", "we'd"}
 _FIRST_PERSON = _I | _WE
 _COUNTRY_US = re.compile(r"\bU\.?S\.?(?:A\b|\b|(?=\s|$))")    # "US", "U.S.", "USA": a country, not "us"
@@ -135,7 +135,13 @@ def person_cue(text: str) -> str | None:
 _SUBORDINATORS = {"when", "whenever", "once", "while", "before", "after", "until", "till", "if", "unless"}
 # A clause that only points back at a thing named before it: "…, it's", "…, which is", "…, that's".
 _POINTING = {"it", "it's", "which", "that", "that's", "this"}
-_COPULA = {"is", "was", "will", "be", "should", "would"}
+_LINKING = {"is", "was", "will", "be", "should", "would"}        # "it should be", "which will be"
+_SUBJECTS = {"he", "she", "he's", "she's", "he'll", "she'll", "he'd", "she'd"}
+# Words that name a detail, the thing a pointing clause may stand for ("my email, it's"): not a person or a
+# place ("my dentist, it's", "my aunt's, it's": theirs), not "contact" ("my point of contact, it's").
+_DETAIL_WORDS = set(LABEL_FIELDS) | {"number", "no", "name", "details", "dob", "birthday", "birth", "ni", "reference",
+                                     "ref", "id", "account", "profile", "handle", "username", "site", "page", "iban",
+                                     "code", "mail", "email", "address"}
 _POSSESSIVES = {"my", "our", "his", "her", "their", "your"}
 _DETERMINERS = {"the", "a", "an", "this", "that", "these", "those"}     # a thing named with no owner
 _CLAUSE_BREAK = re.compile(r"[,;:\u2013\u2014]")
@@ -149,26 +155,26 @@ def _segments(text: str) -> list[list[str]]:
 
 def _closed_aside(segments: list[list[str]]) -> set[int]:
     """The positions (in the tokens of all *segments*, the sentence split at its commas) of the subject
-    of a clause of time or condition ("when he arrives") after the writer named themselves ("phone me
-    when he arrives"), in a segment closed before the last one, the cursor's clause (with words)."""
-    inside, at, writer = set(), 0, False
+    (_SUBJECTS) of a clause of time or condition right after the writer as its verb's object ("phone me
+    when he arrives", "call me back once she lands"), in a segment closed before the last one, the
+    cursor's clause (with words).  Not after anyone else ("I rang Sarah when she was at work, on")."""
+    inside, at = set(), 0
     if not segments[-1]:
         return inside                         # "…if you want to see his stuff:": the label's own clause, not closed
     for seg in segments[:-1]:
         for k, t in enumerate(seg):
-            if writer and t in _SUBORDINATORS and k + 1 < len(seg) and seg[k + 1] in _THIRD_PERSON:
+            if (t in _SUBORDINATORS and "me" in seg[max(0, k - 2): k]
+                    and k + 1 < len(seg) and seg[k + 1] in _SUBJECTS):
                 inside.add(at + k + 1)
-            writer = writer or t in _FIRST_PERSON
         at += len(seg)
     return inside
 
 
 def _pointed_owner(segments: list[list[str]]) -> str | None:
-    """Where the last segment only points back (_POINTING: "it's", "which is") and the last thing named
-    in the segment before it is owned by a possessive, whose that thing is ("my email" the writer's,
-    "her number", "your number" or "Tom's email" someone else's; :func:`_pointed_at`); otherwise None,
-    and the last person named decides as everywhere ("I gave her number to the courier, it's": the
-    courier owns nothing).
+    """Where the last segment only points back (_POINTING: "it's", "which is") at a detail a possessive
+    owns (:func:`_pointed_at`), whose that detail is ("my email" the writer's, "her number", "your
+    number" or "Tom's email" someone else's); otherwise None, and the last person named decides as
+    everywhere ("I gave her number to the courier, it's": the courier owns nothing).
 
     >>> _pointed_owner([["pass", "my", "email", "on", "to", "her"], ["it's"]]), _pointed_owner([["i", "gave", "you", "the", "address"], ["it's"]])
     ('writer', None)
@@ -176,25 +182,31 @@ def _pointed_owner(segments: list[list[str]]) -> str | None:
     pointed = _pointed_at(segments)
     if pointed is None:
         return None
-    seg, k = pointed
-    return OTHERS if seg[k] == "your" else _last_person(seg[:k + 2])
+    seg, k, end = pointed
+    return OTHERS if seg[k] == "your" else _last_person(seg[:end])
 
 
-def _pointed_at(segments: list[list[str]]) -> tuple[list[str], int] | None:
-    """(the segment, the position of the possessive in it) of the thing the last segment points back at,
-    or None: the last segment only points back (_POINTING) and the last word of the segment before it
-    that names whose or which thing comes is a possessive followed by a word ("my email"; a possessive
-    with no word after it in its segment, "on to her", is an object, not an owner, and another's after
-    "to" names who gets the thing, "to your sister"; an article names a thing of no one's)."""
+def _pointed_at(segments: list[list[str]]) -> tuple[list[str], int, int] | None:
+    """(the segment, where the possessive is in it, where the thing it owns ends) for the detail the last
+    segment points back at, or None.  The last segment only points back (_POINTING), and the last word of
+    the segment before it that says whose or which thing comes is a possessive followed by a word.  A
+    possessive with no word after it ("on to her", "at my aunt's") or another's after a word of where a
+    thing goes ("to your sister", _GOES_TO) names who gets it, not what; an article names a thing of no
+    one's.  The thing runs to the next word of where it goes ("my email" in "my email on to her") and
+    must name a detail (_DETAIL_WORDS: "my dentist, it's" points at the dentist)."""
     last = segments[-1]
-    if len(segments) < 2 or not last or last[0] not in _POINTING or not set(last) <= _POINTING | _COPULA:
+    if len(segments) < 2 or not last or last[0] not in _POINTING or not set(last) <= _POINTING | _LINKING:
         return None
     seg = segments[-2]
+    if seg and _is_possessive(seg[-1], "") and seg[-1] != "mine's":
+        return None                                  # "I'm staying at my aunt's, it's": the aunt's
     marks = [k for k, t in enumerate(seg[:-1]) if (t in _POSSESSIVES or t in _DETERMINERS or _is_possessive(t, seg[k + 1]))
-             and not (seg[k - 1: k] == ["to"] and t != "my")]        # "to your sister": who gets it, not what
+             and not (seg[k - 1: k] and seg[k - 1] in _GOES_TO and t != "my")]
     if not marks or seg[marks[-1]] in _DETERMINERS:
         return None
-    return seg, marks[-1]
+    k = marks[-1]
+    end = next((j for j in range(k + 1, len(seg)) if seg[j] in _GOES_TO), len(seg))
+    return (seg, k, end) if _DETAIL_WORDS.intersection(seg[k + 1: end]) else None
 
 
 def _is_possessive(token: str, following: str | None) -> bool:
@@ -204,7 +216,7 @@ def _is_possessive(token: str, following: str | None) -> bool:
         and following not in _AFTER_IS)
 
 
-def _last_person(tokens: list[str], aside: set[int] = frozenset()) -> str | None:
+def _last_person(tokens: list[str], aside: Collection[int] = frozenset()) -> str | None:
     """WRITER, OTHERS or None: the last person *tokens* name, read from the end (:func:`person_cue`);
     a third person at a position in *aside* names no one."""
     for i in range(len(tokens) - 1, -1, -1):
@@ -215,6 +227,8 @@ def _last_person(tokens: list[str], aside: set[int] = frozenset()) -> str | None
             return OTHERS
         if t in _CONTACT_VERBS and tokens[i + 1: i + 2] == ["the"]:
             return OTHERS             # "call the duty line:", "ring the help desk at": the one called owns it
+        if t == "mine's" and tokens[i - 1: i] != ["of"]:
+            return WRITER             # "Mine's", "wrong @, mine's actually"; "a friend of mine's number" is the friend's
         if t in _FIRST_PERSON:
             if tokens[i - 1: i] == ["not"] or tokens[max(0, i - 2): i] in (["not", "to"], ["not", "for"]):
                 return OTHERS         # "reply to the recruiter, not me, at", "not to me": the writer says it is not
@@ -280,10 +294,8 @@ def says_my(text: str) -> bool:
         return False
     pointed = _pointed_at(_segments(text))
     if pointed is not None:           # "pass my email on to her, it's": the clause points back at "my email"
-        seg, k = pointed
-        thing = seg[k + 1:]
-        thing = thing[:next((j for j, t in enumerate(thing) if t in _GOES_TO), len(thing))]   # not "to your sister"
-        return seg[k] == "my" and _mine(thing)
+        seg, k, end = pointed
+        return seg[k] == "my" and _mine(seg[k + 1: end])
     if "me" in tokens and all(t in _LEADS_TO_VALUE for t in tokens[len(tokens) - tokens[::-1].index("me"):]):
         return True
     return "my" in tokens and _mine(tokens[len(tokens) - tokens[::-1].index("my"):])

@@ -343,6 +343,10 @@ def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_s
     ("When she lands, call her on", whose.OTHERS), ("Once he's checked in, he can be reached on", whose.OTHERS),
     ("Dotfiles are on my GitHub if you want them: ", whose.OTHERS),          # (as before: the clause is the label's)
     ("Sorry, wrong @, mine's actually", whose.WRITER), ("Check-in wants a reference, mine's", whose.WRITER),
+    # Guards found in review: each gave the writer's in a first version of these rules.
+    ("Please ring my old landlord, it's", whose.OTHERS), ("I'm staying at my aunt's, it's", whose.OTHERS),
+    ("I rang Sarah when she was at work, on", whose.OTHERS), ("A friend of mine's number is", whose.OTHERS),
+    ("I've forwarded my request to her manager, it's", whose.OTHERS),
 ])
 def test_person_cue_names_whose_detail_comes_next(text, cue):
     assert whose.person_cue(text) == cue
@@ -1241,6 +1245,7 @@ def test_the_threshold_profile_never_shows_taken_what_decoding_does_not_take(run
     ("If not, call me on", True), ("Why not email me at", True),     # a "not" of another clause
     ("Happy for you to pass my email on to her, it's", True),       # the clause points back at "my email"
     ("Sure, give my email to your sister, it's", True), ("Sure, give my sister's email to Tom, it's", False),
+    ("Please call my dentist, it's", False), ("I booked my room at Premier Inn, it's", False),   # no detail named
 ])
 def test_the_writer_claims_the_value_by_me_or_by_a_thing_of_theirs(text, claimed):
     """Bug caught: only "my" claimed a value against the classifier's someone-else's reading, so "send the
