@@ -104,11 +104,11 @@ def _tokens(sentence: str) -> list[str]:
 def person_cue(text: str) -> str | None:
     """WRITER, OTHERS, or None: the last person the sentence being written names before the cursor.
 
-    Two kinds of word name no owner of what comes: a person inside a clause of time or condition
-    that closed before the cursor's ("The courier should phone me when he arrives, on": the writer's,
-    :func:`_closed_aside`), and, where the cursor's clause only points back to a thing named before it
-    ("Feel free to pass my email on to her, it's"), anyone named after that thing: its owner is
-    (:func:`_pointed_owner`).
+    Two kinds of word name no owner of what comes: the subject of a clause of time or condition right
+    after the writer as a verb's object, closed before the cursor's clause ("The courier should phone me
+    when he arrives, on": the writer's, :func:`_closed_aside`), and, where the cursor's clause only
+    points back at a detail a possessive owned before it ("Feel free to pass my email on to her, it's"),
+    anyone named after that detail: its owner is (:func:`_pointed_owner`).
 
     >>> person_cue("The courier should phone me when he arrives, on"), person_cue("Pass my email on to her, it's")
     ('writer', 'writer')
@@ -130,8 +130,8 @@ def person_cue(text: str) -> str | None:
     return None
 
 
-# Words that open a clause of time or condition: its subject, in one closed before the cursor's clause
-# after the writer named themselves, acts in it ("phone me when he arrives, on") and owns nothing that comes.
+# Words that open a clause of time or condition: its subject, right after the writer as a verb's object and
+# closed before the cursor's clause, acts in it ("phone me when he arrives, on") and owns nothing that comes.
 _SUBORDINATORS = {"when", "whenever", "once", "while", "before", "after", "until", "till", "if", "unless"}
 # A clause that only points back at a thing named before it: "…, it's", "…, which is", "…, that's".
 _POINTING = {"it", "it's", "which", "that", "that's", "this"}
@@ -140,8 +140,8 @@ _SUBJECTS = {"he", "she", "he's", "she's", "he'll", "she'll", "he'd", "she'd"}
 # Words that name a detail, the thing a pointing clause may stand for ("my email, it's"): not a person or a
 # place ("my dentist, it's", "my aunt's, it's": theirs), not "contact" ("my point of contact, it's").
 _DETAIL_WORDS = set(LABEL_FIELDS) | {"number", "no", "name", "details", "dob", "birthday", "birth", "ni", "reference",
-                                     "ref", "id", "account", "profile", "handle", "username", "site", "page", "iban",
-                                     "code", "mail", "email", "address"}
+                                     "ref", "id", "account", "profile", "handle", "username", "site", "page", "code",
+                                     "mail"}
 _POSSESSIVES = {"my", "our", "his", "her", "their", "your"}
 _DETERMINERS = {"the", "a", "an", "this", "that", "these", "those"}     # a thing named with no owner
 _CLAUSE_BREAK = re.compile(r"[,;:\u2013\u2014]")
