@@ -137,6 +137,12 @@ def held_from(text: str) -> int:
     return start
 
 
+# How much of the model's text already shown the guard reads with what comes: the longest start of a detail
+# that can be shown whole before its number ("221 Baker Street Upper Flat" is held; "P.O. Box", "Apartment",
+# "Springfield, IL" are not).
+SHOWN_CONTEXT = 48
+
+
 class DetailGuard:
     """Streams model text, holding back what may become a detail; stops before an invented one.
 
@@ -150,20 +156,29 @@ class DetailGuard:
         self.stopped = False
         self.found: str | None = None   # the shape of the invented detail it stopped before ("phone", ...)
         self.shown_space = False   # the text shown so far ends in whitespace
+        self.shown = ""            # the end of the model's text shown since the last chunk (SHOWN_CONTEXT)
 
     def feed(self, text: str) -> str:
-        """The text that is safe to show now (never an invented detail)."""
+        """The text that is safe to show now (never an invented detail).  The model's text shown just
+        before counts: "P.O. Box" shown, then " 1100" makes an address (and "Suite" + " 100", "Boston,
+        MA" + " 02110"), so the number is not shown.
+
+        >>> g = DetailGuard()
+        >>> g.feed("\\n\\nP.O. Box"), g.feed(" 1100"), g.stopped
+        ('\\n\\nP.O. ', '', True)
+        """
         if self.stopped:
             return ""
         buf = self.held + text
-        found = find_details(buf)
+        found = [d for d in find_details(self.shown + buf) if d[2] > len(self.shown)]    # reaching into buf
         if found:
             self.stopped, self.held, self.found = True, "", found[0][0]
-            return buf[: found[0][1]].rstrip(" ")
+            return buf[: max(0, found[0][1] - len(self.shown))].rstrip(" ")
         cut = held_from(buf)
         self.held = buf[cut:]
         if cut:
             self.shown_space = buf[cut - 1].isspace()
+        self.shown = (self.shown + buf[:cut])[-SHOWN_CONTEXT:]
         return buf[:cut]
 
     def release(self, phrase: str | None = None) -> str:
@@ -179,7 +194,7 @@ class DetailGuard:
         >>> g.feed(" call me on 07700"), g.release(" if you have any questions.")
         (' call me on ', '')
         """
-        out, self.held = self.held, ""
+        out, self.held, self.shown = self.held, "", ""      # the chunk's text is the user's, not the model's
         if phrase is not None and self._leads_into(out, phrase):
             return out
         return "" if any(ch.isdigit() for ch in out) or "@" in out or "[" in out else out
