@@ -51,6 +51,9 @@ _NOT_PLACE = (r"(?:AM|PM|January|February|March|April|May|June|July|August|Septe
 _STREET_TYPES = (r"Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|Way|Court|Ct|Place|Pl|"
                  r"Square|Sq|Terrace|Close|Crescent|Parkway|Highway|Hwy|Row|Gardens|Rue|Straße|Strasse|str|"
                  r"Weg|Platz|Allee|Gasse|Via|Calle|Avenida")
+# The US states' codes, for "Boston, MA 02110" (not "Hi Jo, PO 45678 was approved", "Dear Sam, PR 12345").
+_US_STATES = ("AL|AK|AZ|AR|CA|CO|CT|DE|FL|GA|HI|ID|IL|IN|IA|KS|KY|LA|ME|MD|MA|MI|MN|MS|MO|MT|NE|NV|NH|NJ|NM|NY|"
+              "NC|ND|OH|OK|OR|PA|RI|SC|SD|TN|TX|UT|VT|VA|WA|WV|WI|WY|DC")
 # A house number: up to six digits ("123456 St. Martin's" was shown whole at five) and a letter ("4B").
 _HOUSE = r"\b\d{1,6}[A-Za-z]?"
 _ADDRESS = re.compile(rf"{_HOUSE}\s+(?:[A-Z][\w'\-]*\.?\s+){{0,3}}(?:{_STREET_TYPES})\b\.?"
@@ -59,7 +62,7 @@ _ADDRESS = re.compile(rf"{_HOUSE}\s+(?:[A-Z][\w'\-]*\.?\s+){{0,3}}(?:{_STREET_TY
                       # (not "Unit" or "Flat": "Unit 12 ships", "Flat 20% off"),
                       r"|\b(?:Suite|Ste|Apt|Apartment|P\.?\s?O\.?\s?Box)\.?\s+#?\d{1,5}[A-Za-z]?\b(?!%)"
                       # "Boston, MA 02110" (the comma: not "Order ID 12345"), "London SW1A 1AA" (not "Q4 9AM"),
-                      r"|\b[A-Z][a-z]+,\s+[A-Z]{2}\s+\d{5}(?:-\d{4})?\b|\b[A-Z]{1,2}\d[A-Z\d]?\s+\d(?!AM|PM)[A-Z]{2}\b"
+                      rf"|\b[A-Z][a-z]+,\s+(?:{_US_STATES})\s+\d{{5}}(?:-\d{{4}})?\b|\b[A-Z]{{1,2}}\d[A-Z\d]?\s+\d(?!AM|PM)[A-Z]{{2}}\b"
                       # and a house number of three digits or more, a name and a comma ("1234 Elmstead, Boston"),
                       # not "Windows 11 Pro, ", "2 PM, ", "5 May, " or "in 2026 Paris, ".
                       rf"|\b(?!(?:19|20)\d\d\b)\d{{3,5}}\s+(?!{_NOT_PLACE}\b)[A-Z][a-z]{{2,}}(?:\s+[A-Z][a-z]{{2,}}){{0,2}},\s+[A-Z][a-z]")
@@ -161,20 +164,25 @@ class DetailGuard:
     def feed(self, text: str) -> str:
         """The text that is safe to show now (never an invented detail).  The model's text shown just
         before counts: "P.O. Box" shown, then " 1100" makes an address (and "Suite" + " 100", "Boston,
-        MA" + " 02110"), so the number is not shown.
+        MA" + " 02110"), so the number is not shown.  A detail that reaches the end of the text is held,
+        not stopped at: the next piece may say it is none ("Suite 20" + "% off").
 
         >>> g = DetailGuard()
-        >>> g.feed("\\n\\nP.O. Box"), g.feed(" 1100"), g.stopped
-        ('\\n\\nP.O. ', '', True)
+        >>> g.feed("\\n\\nP.O. Box"), g.feed(" 1100"), g.feed("\\n"), g.stopped
+        ('\\n\\nP.O. ', '', '', True)
         """
         if self.stopped:
             return ""
         buf = self.held + text
-        found = [d for d in find_details(self.shown + buf) if d[2] > len(self.shown)]    # reaching into buf
-        if found:
-            self.stopped, self.held, self.found = True, "", found[0][0]
-            return buf[: max(0, found[0][1] - len(self.shown))].rstrip(" ")
+        context = self.shown + buf
+        found = [d for d in find_details(context) if d[2] > len(self.shown)]    # reaching into buf
+        done = [d for d in found if d[2] < len(context) or context[d[2] - 1] == "]"]     # a stand-in is whole
+        if done:
+            self.stopped, self.held, self.found = True, "", done[0][0]
+            return buf[: max(0, done[0][1] - len(self.shown))].rstrip(" ")
         cut = held_from(buf)
+        if found:       # a detail up to the end may still not be one ("Suite 20" + "% off"): held, not stopped
+            cut = min(cut, max(0, found[0][1] - len(self.shown)))
         self.held = buf[cut:]
         if cut:
             self.shown_space = buf[cut - 1].isspace()
@@ -212,7 +220,7 @@ class DetailGuard:
     def flush(self) -> str:
         """At the end: what is held, unless it may be the start of an invented detail."""
         held, self.held = self.held, ""
-        if self.stopped or find_details(held):
+        if self.stopped or any(end > len(self.shown) for _shape, _start, end in find_details(self.shown + held)):
             return ""
         digits = sum(ch.isdigit() for ch in held)
         if digits >= 5 or "@" in held or "[" in held:

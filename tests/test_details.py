@@ -86,6 +86,20 @@ def test_guard_reads_the_models_text_already_shown_with_what_comes(pieces):
     assert not any(ch.isdigit() for ch in shown), shown
 
 
+@pytest.mark.parametrize("pieces", [
+    [" Book", " now", " and", " get", " Suite", " ", "2", "0", "%", " off", " all", " rooms", "."],
+    ["Hi", " Jo", ",", " PO", " ", "456", "78", " was", " approved", "."],
+    [" Apartment", " ", "15", "%", " deposit", " is", " due", "."],
+])
+def test_the_guard_does_not_stop_text_that_holds_no_detail_when_whole(pieces):
+    """Read with what it showed, the guard meets the start of a shape at the end of its text ("Suite 20",
+    "Jo, PO 45678") before the next piece says it is none ("%", not a state's code): it holds it, and
+    shows all once it is clear.  Bug caught (in review): it stopped there, before "20% off all rooms"."""
+    guard = DetailGuard()
+    shown = "".join(guard.feed(p) for p in pieces) + guard.flush()
+    assert not guard.stopped and shown == "".join(pieces)
+
+
 def test_the_users_chunk_is_no_context_for_the_models_text_after_it():
     """A chunk (the user's own text) comes between: the model's words before it are not read with its words
     after it ("Apartment " + a chunk + "12 guests" is no address the model wrote).  Fails if the guard
