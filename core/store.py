@@ -184,7 +184,7 @@ class ChunkStore(StoreCrypto, StoreEncodings, StoreModelStats, StoreKnn):
         now = timestamp()
         cur = self.db.conn.execute(
             "INSERT INTO chunks (text, kind, label, created_at, updated_at, use_count) VALUES (?,?,?,?,?,0)",
-            (text if kind != "pii" else "", kind, label, now, now),
+            (self._seal(text, kind, None) if kind != "pii" else "", kind, label, now, now),
         )
         chunk_id = cur.lastrowid
         if kind == "pii":              # sealed bound to its row, whose id the insert gave
@@ -414,14 +414,14 @@ class ChunkStore(StoreCrypto, StoreEncodings, StoreModelStats, StoreKnn):
             conn = self.db.conn
             for c in chunks:
                 row = conn.execute("SELECT id FROM chunks WHERE text=? AND kind=?",   # mined kinds: never PII
-                                   (c.text, kind)).fetchone()
+                                   (self._seal(c.text, kind, None), kind)).fetchone()
                 if row:
                     chunk_id = row[0]
                 else:
                     now = timestamp()
                     chunk_id = conn.execute(
                         "INSERT INTO chunks (text, kind, label, created_at, updated_at, use_count) "
-                        "VALUES (?,?,NULL,?,?,0)", (c.text, kind, now, now)).lastrowid
+                        "VALUES (?,?,NULL,?,?,0)", (self._seal(c.text, kind, None), kind, now, now)).lastrowid
                     new_chunks += 1
                 have = {r[0] for r in conn.execute("SELECT text FROM contexts WHERE chunk_id=?", (chunk_id,))}
                 for ctx in c.contexts:

@@ -17,6 +17,10 @@ from .errors import StoreError
 from .store_records import source_hash
 
 
+
+# Before a plain text that begins like a sealed value: "enc0:enc1:…" is the text "enc1:…" (StoreCrypto._seal).
+PLAIN = "enc0:"
+
 class StoreCrypto:
     """Opening, keying and sealing for :class:`chunkwise.core.store.ChunkStore` (it provides ``path``, ``db``,
     ``key``, ``_use``, ``_migrate`` and ``_guard``)."""
@@ -158,13 +162,21 @@ class StoreCrypto:
     # Sealed values are bound to their place (associated data): a value copied into another row
     # does not open there, so rows cannot be swapped unnoticed even by someone who can write the file.
 
-    def _seal(self, text: str, kind: str, chunk_id: int) -> str:
-        return self.key.encrypt_text(text, f"chunks.text:{chunk_id}") if (self.key is not None and kind == "pii") \
-            else text
+    def _seal(self, text: str, kind: str, chunk_id: int | None) -> str:
+        """A chunk's text as stored: a PII value sealed where the store has a key; any other text as it is,
+        unless it begins like a sealed value ("enc1:…", a snippet a user may well keep) or like PLAIN,
+        which then goes before it, so that reading it back does not try to open it."""
+        from .crypto import PLACED, PREFIX
+
+        if self.key is not None and kind == "pii":
+            return self.key.encrypt_text(text, f"chunks.text:{chunk_id}")
+        return PLAIN + text if text.startswith((PREFIX, PLACED, PLAIN)) else text
 
     def _open_text(self, text: str, chunk_id: int) -> str:
         from .crypto import PLACED, PREFIX
 
+        if text.startswith(PLAIN):
+            return text[len(PLAIN):]
         if text.startswith((PREFIX, PLACED)):
             if self.key is None:
                 raise StoreError("This value is encrypted and the store has no key.")

@@ -73,6 +73,18 @@ def test_chunk_editor_inputs(text, label, contexts):
         assert store.get_chunk(cid).text == text
 
 
+@pytest.mark.parametrize("text", ["enc1:", "enc2:abc", "enc0:kept", "enc0:enc1:x"])
+def test_a_snippet_that_begins_like_a_sealed_value_reads_back_as_written(text):
+    """Bug caught (by the fuzz test above, in CI): a snippet "enc1:" was read back as a sealed value, and
+    reading the library failed ("This value is encrypted and the store has no key")."""
+    store = ChunkStore(":memory:")
+    cid = store.add_chunk(text, "snippet", ["Ref:"])
+    edited = store.add_chunk("plain", "snippet", ["Other:"])
+    store.update_chunk(edited, text=text)
+    assert store.get_chunk(cid).text == text and store.get_chunk(edited).text == text
+    assert {c.text for c in store.list_chunks()} == {text}
+
+
 def test_big_inputs_are_refused_or_kept_whole(tmp_path):
     store = ChunkStore(":memory:")
     with pytest.raises(ChunkwiseError, match="limit"):
