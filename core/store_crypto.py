@@ -16,10 +16,9 @@ from . import database
 from .errors import StoreError
 from .store_records import source_hash
 
-
-
 # Before a plain text that begins like a sealed value: "enc0:enc1:…" is the text "enc1:…" (StoreCrypto._seal).
 PLAIN = "enc0:"
+
 
 class StoreCrypto:
     """Opening, keying and sealing for :class:`chunkwise.core.store.ChunkStore` (it provides ``path``, ``db``,

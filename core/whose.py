@@ -115,7 +115,11 @@ def person_cue(text: str) -> str | None:
     >>> person_cue("When he lands, his number is"), person_cue("I gave her number to the courier, it's")
     ('others', 'others')
     """
-    segments = _segments(text)
+    return _cue(text, _segments(text))
+
+
+def _cue(text: str, segments: list[list[str]]) -> str | None:
+    """:func:`person_cue` of *text*, whose sentence's words are *segments* (:func:`_segments`)."""
     tokens = [t for seg in segments for t in seg]
     cue = _pointed_owner(segments) or _last_person(tokens, _closed_aside(segments))
     if cue is not None:
@@ -289,10 +293,11 @@ def says_my(text: str) -> bool:
     >>> says_my("Sure, give my email to your sister, it's"), says_my("Sure, give my sister's email to Tom, it's")
     (True, False)
     """
-    tokens = _tokens(lead_in(text))[-4:]
-    if person_cue(text) != WRITER:
+    segments = _segments(text)
+    if _cue(text, segments) != WRITER:
         return False
-    pointed = _pointed_at(_segments(text))
+    tokens = [t for seg in segments for t in seg][-4:]
+    pointed = _pointed_at(segments)
     if pointed is not None:           # "pass my email on to her, it's": the clause points back at "my email"
         seg, k, end = pointed
         return seg[k] == "my" and _mine(seg[k + 1: end])
