@@ -340,7 +340,6 @@ def test_words_naming_someone_else_keep_the_users_value_out_whatever_the_model_s
     # The subject of a clause of time closed before the cursor's, after the writer named themselves, owns nothing.
     ("The courier should phone me when he arrives, on", whose.WRITER), ("Call me when she gets the keys, on", whose.WRITER),
     ("Please ask the driver to call when he gets there, at", whose.OTHERS),      # no writer before it
-    ("When she lands, call her on", whose.OTHERS), ("Once he's checked in, he can be reached on", whose.OTHERS),
     ("Dotfiles are on my GitHub if you want them: ", whose.OTHERS),          # (as before: the clause is the label's)
     ("Sorry, wrong @, mine's actually", whose.WRITER), ("Check-in wants a reference, mine's", whose.WRITER),
     # Guards found in review: each gave the writer's in a first version of these rules.
