@@ -122,9 +122,37 @@ def _load_field_names(entries: dict[str, dict]) -> dict[str, set[str]]:
     return {field: set(words(" ".join(entry.get("aliases", []) + [field]))) for field, entry in entries.items()}
 
 
+def _load_record_names() -> dict[str, frozenset[str]]:
+    """word -> the words of its group in core/data/record_names.json (the other names of one kind of
+    record: "staff", "employee", "personnel", "payroll"); empty if unreadable."""
+    try:
+        data = json.loads((BACKGROUND_FILE.parent / "record_names.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, frozenset[str]] = {}
+    for group in data.get("groups", []):
+        bag = frozenset(w for name in group.get("words", []) for w in words(name))
+        for w in bag:
+            out[w] = out.get(w, frozenset()) | bag
+    return out
+
+
 _FIELD_ENTRIES = _field_entries()
 FIELD_WORDS = _load_field_words(_FIELD_ENTRIES)
 FIELD_NAMES = _load_field_names(_FIELD_ENTRIES)
+RECORD_NAMES = _load_record_names()
+
+
+def kin_words(leads: Iterable[str]) -> set[str]:
+    """*leads* (content words) with the other names of each kind of record one of them names
+    (core/data/record_names.json, written from general usage): a value the user stored as their
+    "Staff number" is named by "my personnel number" too.
+
+    >>> sorted(kin_words({"staff"}) & {"staff", "personnel", "payroll", "passport"})
+    ['payroll', 'personnel', 'staff']
+    """
+    leads = set(leads)
+    return leads.union(*(RECORD_NAMES.get(w, ()) for w in leads))
 
 
 def chunk_words(contexts: Iterable[str], label: str | None) -> set[str]:
@@ -772,14 +800,17 @@ class ChunkMatcher(MatchingState):
         """The words of *chunk_id*'s stored lead-ins and label that no typed value of another field of the
         user's has (another value under its own label is of its field: :meth:`which_of` tells those
         apart), and that name none of the fields people keep (FIELD_NAMES: "number" names a phone as
-        much as a gym card, "My VAT number is" none of them).  Kept until the typed chunks change
+        much as a gym card, "My VAT number is" none of them).  Each side's words with the other names of
+        the kinds of record they name (:func:`kin_words`: "Staff number:" is named by "personnel" too,
+        unless another of the user's values is named so).  Kept until the typed chunks change
         (MatchingState._index_types)."""
         found = self._alone.get(chunk_id)
         if found is None:
             field = self.typed_field(chunk_id)
-            others = [self._chunks[k]["leads"] for k in self._typed_label
+            others = [kin_words(self._chunks[k]["leads"]) for k in self._typed_label
                       if k != chunk_id and self.typed_field(k) != field]
-            found = self._alone[chunk_id] = frozenset(self._chunks[chunk_id]["leads"].difference(*others, *FIELD_NAMES.values()))
+            found = self._alone[chunk_id] = frozenset(
+                kin_words(self._chunks[chunk_id]["leads"]).difference(*others, *FIELD_NAMES.values()))
         return found
 
     @staticmethod
