@@ -36,7 +36,9 @@ def where_it_comes(matcher, chunk_id: int) -> str:
         return "where its contexts match"
     field = matcher.typed_field(chunk_id)
     if matcher.of_own_kind(chunk_id):
-        named = sorted(matcher.alone_words(chunk_id))[:NAMING_SHOWN]
+        # The user's own words first, then other names of the same kind of record (matching.kin_words).
+        alone, own = matcher.alone_words(chunk_id), matcher.chunk_info(chunk_id)["leads"]
+        named = (sorted(alone & own) + sorted(alone - own))[:NAMING_SHOWN]
         if not named:
             return 'nowhere yet: add a context that says what it is ("My gym card number is")'
         return "where your words name it: " + ", ".join(f'"{w}"' for w in named)

@@ -777,7 +777,8 @@ class ChunkMatcher(MatchingState):
         >>> m.named_by_lead_ins(phone, [availability], "Call me:")      # doctest: +SKIP
         True
         """
-        leads = {k: self._chunks[k]["leads"] for k in (chunk_id, *rivals)}
+        members = (chunk_id, *rivals)
+        leads = {k: self._kin_apart(k, [r for r in members if r != k]) for k in members}
         shared = set.intersection(*leads.values())
         clause = content_words(current_clause(text))
         return bool(clause & (leads[chunk_id] - shared)) and not any(clause & (leads[k] - shared) for k in rivals)
@@ -807,11 +808,18 @@ class ChunkMatcher(MatchingState):
         found = self._alone.get(chunk_id)
         if found is None:
             field = self.typed_field(chunk_id)
-            others = [kin_words(self._chunks[k]["leads"]) for k in self._typed_label
-                      if k != chunk_id and self.typed_field(k) != field]
-            found = self._alone[chunk_id] = frozenset(
-                kin_words(self._chunks[chunk_id]["leads"]).difference(*others, *FIELD_NAMES.values()))
+            others = [k for k in self._typed_label if k != chunk_id and self.typed_field(k) != field]
+            found = self._alone[chunk_id] = frozenset(self._kin_apart(chunk_id, others).difference(
+                *(self._chunks[k]["leads"] for k in others), *FIELD_NAMES.values()))
         return found
+
+    def _kin_apart(self, chunk_id: int, others: Iterable[int]) -> set[str]:
+        """*chunk_id*'s lead-in and label words, and the other names of the kinds of record they name
+        (:func:`kin_words`) that none of *others*' words name too: with a "Staff number" and a "Payroll
+        number" both stored, "staff" and "payroll" still name each, "personnel" neither."""
+        own = self._chunks[chunk_id]["leads"]
+        theirs = set().union(*(kin_words(self._chunks[k]["leads"]) for k in others))
+        return own | (kin_words(own) - theirs)
 
     @staticmethod
     def _named_at(scope: list[str], said: Iterable[str], recent: bool = False,
@@ -841,8 +849,9 @@ class ChunkMatcher(MatchingState):
             # A field the classifier knows, by the clause alone ("Our office line, in case email is slow,
             # is" names no email), by its lead-ins and by the names of its field ("my mobile is").
             # A word right after an own kind's is part of that one's name ("my gym account"), not this one's.
-            rest = [self._chunks[r]["leads"] for r in members if r != k]
-            said = (self._chunks[k]["leads"] | FIELD_NAMES.get(self.typed_field(k), set())).difference(*rest)
+            rest = [r for r in members if r != k]
+            said = ((self._kin_apart(k, rest) | FIELD_NAMES.get(self.typed_field(k), set()))
+                    .difference(*(self._chunks[r]["leads"] for r in rest)))
             own = set().union(*(self.alone_words(r) for r in members if self.of_own_kind(r)))
             return self._named_at(clause, said, after_not=own)
 

@@ -1075,6 +1075,47 @@ def test_the_threshold_profile_takes_a_number_of_its_own_kind_only_by_its_words(
             assert ids["gym"] not in taken and ids["passport"] not in taken, (text, last)
 
 
+def _staff_library(runtime, payroll: bool) -> tuple[Engine, dict[str, int]]:
+    """A staff number and a passport number, kinds the slot classifier does not know, beside an email;
+    with *payroll* also a payroll number under a label of its own (values invented for the test)."""
+    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
+    add = engine.store.add_chunk
+    ids = {"email": add("ines@vallejo-studio.es", "pii", ["My email is", "Email me at"], label="email"),
+           "staff": add("4471902", "pii", ["My staff number is", "Staff no.:"], label="staff number"),
+           "passport": add("PAB482913", "pii", ["My passport number is", "Passport no.:"], label="passport")}
+    if payroll:
+        ids["payroll"] = add("PR-55810", "pii", ["My payroll number is", "Payroll:"], label="payroll number")
+    engine.refresh()
+    return engine, ids
+
+
+def test_a_number_of_its_own_kind_is_named_by_the_other_names_of_its_kind_of_record(runtime):
+    """A number the classifier does not know comes only where the user's words name it; the other
+    names of the same kind of record name it too (core/data/record_names.json): the "Staff number"
+    after "my personnel number is" and "my employee number:".  Where two of the user's values share
+    such a name, it names neither, and each still comes by its own words.  Bugs caught: nothing came
+    after "personnel" or "employee" (only the stored words named it); with the payroll number
+    stored, "staff" no longer named the staff number once both were read with their kin.
+    (Phrasings in no corpus or bench set.)"""
+    engine, ids = _staff_library(runtime, payroll=False)
+    try:
+        assert _values(engine, "The HR portal will not let me in. For reference, my personnel number is") == [ids["staff"]]
+        assert _values(engine, "Please fill in the timesheet with my employee number:") == [ids["staff"]]
+        assert ids["staff"] not in _values(engine, "The consulate asked for my passport number:")
+    finally:
+        engine.store.close()
+        runtime.reset()
+    engine, ids = _staff_library(runtime, payroll=True)
+    try:
+        got = _values(engine, "The HR portal will not let me in. For reference, my personnel number is")
+        assert ids["staff"] not in got and ids["payroll"] not in got, got
+        assert _values(engine, "The HR portal will not let me in. For reference, my staff number is") == [ids["staff"]]
+        assert _values(engine, "The HR portal will not let me in. For reference, my payroll number is") == [ids["payroll"]]
+    finally:
+        engine.store.close()
+        runtime.reset()
+
+
 @pytest.mark.parametrize("prompt, which", [
     ("Please put the loyalty points on my gym account,", "gym"),
     ("For the hotel form: my passport is", "passport"),
