@@ -18,7 +18,7 @@ SCRIPTS = ["first_start.py", "decoding.py", "matching.py", "retrieval.py", "stor
            "anchors.py", "distill.py", "personal.py", "entities.py", "prose.py", "next_word.py", "cli_profile.py", "slot_reading.py", "keystrokes.py", "midword.py", "siblings.py",
            "midword.py --split test", "word_as_typed.py", "soak.py",
            "library_update.py", "learn_latency.py", "overhead.py", "decoding.py --editor-path", "model_readings.py",
-           "slot_features.py", "slot_layers.py", "model_evidence.py", "probes.py"]
+           "slot_features.py", "slot_layers.py", "model_evidence.py", "probes.py", "repeats.py"]
 # An entry with arguments writes bench/out/<script>-<arguments>.txt ("decoding.py --editor-path" ->
 # decoding-editor-path.txt), beside the script's plain run.
 # Not here: bench/retrieval.py --million (half an hour, most of it building a 1,000,000-context index),
