@@ -334,6 +334,8 @@ def test_the_library_says_where_each_entry_comes(qtbot, make_window):
     said = {dialog.table.item(r, 2).text(): dialog.table.item(r, comes).text() for r in range(4)}
     assert said["+44 7700 900123"] == "wherever your phone is asked for", said
     assert said["PAB482913"].startswith("where your words name it") and '"passport"' in said["PAB482913"], said
+    # the other names of a passport also bring it (core/data/record_names.json): said, not listed
+    assert said["PAB482913"].endswith("or another name for the same record") and "pasaporte" not in said["PAB482913"], said
     assert said["GX-2291-0457"].startswith("nowhere yet") and said["K-88-301"].startswith("nowhere yet"), said
 
 
