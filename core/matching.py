@@ -35,6 +35,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -122,16 +123,19 @@ def _load_field_names(entries: dict[str, dict]) -> dict[str, set[str]]:
     return {field: set(words(" ".join(entry.get("aliases", []) + [field]))) for field, entry in entries.items()}
 
 
-def _load_record_names() -> dict[str, frozenset[str]]:
+def _load_record_names(path: Path = BACKGROUND_FILE.parent / "record_names.json") -> dict[str, frozenset[str]]:
     """word -> the words of its group in core/data/record_names.json (the other names of one kind of
     record: "staff", "employee", "personnel", "payroll"); empty if unreadable."""
     try:
-        data = json.loads((BACKGROUND_FILE.parent / "record_names.json").read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     out: dict[str, frozenset[str]] = {}
     for group in data.get("groups", []):
-        bag = frozenset(w for name in group.get("words", []) for w in words(name))
+        # One word each, as content_words reads a sentence: a hyphened "e-ticket" would be "e" and
+        # "ticket", and join the groups of every entry that splits so.
+        bag = frozenset(w for name in group.get("words", []) for w in words(name)
+                        if len(w) > 2 and [w] == words(name))
         for w in bag:
             out[w] = out.get(w, frozenset()) | bag
     return out
@@ -141,6 +145,7 @@ _FIELD_ENTRIES = _field_entries()
 FIELD_WORDS = _load_field_words(_FIELD_ENTRIES)
 FIELD_NAMES = _load_field_names(_FIELD_ENTRIES)
 RECORD_NAMES = _load_record_names()
+_CONTACT_WORDS = frozenset().union(*FIELD_NAMES.values())
 
 
 def kin_words(leads: Iterable[str]) -> set[str]:
@@ -152,7 +157,9 @@ def kin_words(leads: Iterable[str]) -> set[str]:
     ['payroll', 'personnel', 'staff']
     """
     leads = set(leads)
-    return leads.union(*(RECORD_NAMES.get(w, ()) for w in leads))
+    # Not from a word that names a contact field ("phone PIN", "website login"): that word says what
+    # the record belongs to, not what it is.
+    return leads.union(*(RECORD_NAMES.get(w, ()) for w in leads if w not in _CONTACT_WORDS))
 
 
 def chunk_words(contexts: Iterable[str], label: str | None) -> set[str]:
@@ -852,7 +859,8 @@ class ChunkMatcher(MatchingState):
             rest = [r for r in members if r != k]
             said = ((self._kin_apart(k, rest) | FIELD_NAMES.get(self.typed_field(k), set()))
                     .difference(*(self._chunks[r]["leads"] for r in rest)))
-            own = set().union(*(self.alone_words(r) for r in members if self.of_own_kind(r)))
+            # (the user's own words for it: "my employee email" asks for the email beside a stored staff number)
+            own = set().union(*(self.alone_words(r) & self._chunks[r]["leads"] for r in members if self.of_own_kind(r)))
             return self._named_at(clause, said, after_not=own)
 
         mine = named_at(chunk_id)

@@ -1,5 +1,8 @@
 """The slot classifier and the gates around the user's own values, with the real default model."""
+import json
+
 import numpy as np
+
 import pytest
 
 from chunkwise.core import whose
@@ -1095,13 +1098,17 @@ def test_a_number_of_its_own_kind_is_named_by_the_other_names_of_its_kind_of_rec
     after "my personnel number is" and "my employee number:".  Where two of the user's values share
     such a name, it names neither, and each still comes by its own words.  Bugs caught: nothing came
     after "personnel" or "employee" (only the stored words named it); with the payroll number
-    stored, "staff" no longer named the staff number once both were read with their kin.
-    (Phrasings in no corpus or bench set.)"""
+    stored, "staff" no longer named the staff number once both were read with their kin; "my employee
+    email:" got the staff number (a word of the value's, kin words included, right before "email" made
+    it part of the value's name). (Phrasings in no corpus or bench set.)"""
     engine, ids = _staff_library(runtime, payroll=False)
     try:
         assert _values(engine, "The HR portal will not let me in. For reference, my personnel number is") == [ids["staff"]]
         assert _values(engine, "Please fill in the timesheet with my employee number:") == [ids["staff"]]
         assert ids["staff"] not in _values(engine, "The consulate asked for my passport number:")
+        # a kin word before a field's own name is no name of the value ("employee" is the staff number's
+        # kin, not its stored word): the email is asked for, as before the record names
+        assert _values(engine, "Please reply to my employee email:") == [ids["email"]]
     finally:
         engine.store.close()
         runtime.reset()
@@ -1114,6 +1121,25 @@ def test_a_number_of_its_own_kind_is_named_by_the_other_names_of_its_kind_of_rec
     finally:
         engine.store.close()
         runtime.reset()
+
+
+def test_the_other_names_of_a_record_come_from_one_word_each_and_not_from_a_contact_fields_name(tmp_path, monkeypatch):
+    """A value stored as its "phone PIN" is not a phone number: a word that names a contact field says
+    what the record belongs to, so it brings none of its kin ("WhatsApp" must not name the PIN).  And
+    an entry of the list that is not one word ("e-ticket") joins no group: split as sentences are, its
+    "e" would join every such entry's group, and "ticket" would name a stored e-mail.  Bugs caught: both,
+    as the review found them."""
+    from chunkwise.core import matching
+
+    path = tmp_path / "names.json"
+    path.write_text(json.dumps({"groups": [{"words": ["phone", "whatsapp", "e-mail"]},
+                                           {"words": ["eticket", "e-ticket"]},
+                                           {"words": ["staff", "personnel"]}]}), encoding="utf-8")
+    names = matching._load_record_names(path)
+    assert "e" not in names and "ticket" not in names and "mail" not in names, names
+    monkeypatch.setattr(matching, "RECORD_NAMES", names)
+    assert "whatsapp" not in matching.kin_words({"phone", "pin"})
+    assert matching.kin_words({"staff", "pin"}) == {"staff", "personnel", "pin"}
 
 
 @pytest.mark.parametrize("prompt, which", [
