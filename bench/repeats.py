@@ -1,17 +1,18 @@
-"""How much of each persona's new mail was ever written before: the part of keystroke savings memory can give.
+"""How much of each persona's new mail lies in runs of words they sent before (no model is run).
 
 Keystroke savings after *Learn from my writing* come from two places: what the model predicts
-of any text, and what the learned store (chunks, the kNN-LM) replays of the writer's own. The
-second can only give back words the writer has already sent. This counts, for each persona's
-new emails (bench/data/personas, the split bench/keystrokes.py types), the share of characters
-(each word with its following space, as the typing simulation counts keys) that lie inside a run
-of *n* words that also occurs, word for word, in the persona's 16 sent emails. No model is run:
-it measures the data, not the product.
+of any text, and what the learned store (chunks, the kNN-LM) replays of the writer's own. What a
+store replays whole comes from words the writer has already sent. This counts, for each
+persona's new emails (bench/data/personas, the split bench/keystrokes.py types), the share of
+characters (each word with its following space, as the typing simulation counts keys) that lie
+inside a run of *n* words that also occurs, word for word, in one of the persona's 16 sent
+emails (words compared lower-cased, the punctuation around them set aside; a run never spans two
+emails). It measures the data, not the product.
 
     python bench/repeats.py            # n = 3 and 5, each persona and split
 
-A persona whose new mail shares little with the sent mail cannot save much more than the model
-alone gives plus that share, whatever the store learns; compare with bench/out/keystrokes-*.txt.
+It is no bound: the model and the learned store also predict a word or two outside such runs.
+Compare with bench/out/keystrokes-*.txt.
 """
 from __future__ import annotations
 
@@ -34,17 +35,28 @@ def split_files(persona: str, split: str) -> list[Path]:
     return [PERSONAS / name for name in names]
 
 
-def seen_share(new_text: str, sent_words: list[str], n: int) -> tuple[int, int]:
-    """(characters of *new_text* inside a run of *n* words that occurs in *sent_words*, all characters).
+def key(word: str) -> str:
+    """A word as runs compare it: lower-cased, the punctuation around it set aside ("Friday," -> "friday")."""
+    return word.strip(".,;:!?\"'()[]").lower()
 
-    >>> seen_share("see you on Friday then", "I will see you on Friday at noon".split(), 3)
-    (18, 23)
+
+def runs(text: str, n: int) -> set[tuple[str, ...]]:
+    """The runs of *n* words in *text* (:func:`key` of each)."""
+    w = [key(x) for x in text.split()]
+    return {tuple(w[i:i + n]) for i in range(len(w) - n + 1)}
+
+
+def seen_share(new_text: str, grams: set[tuple[str, ...]], n: int) -> tuple[int, int]:
+    """(characters of *new_text* inside a run of *n* words among *grams*, all characters).
+
+    >>> seen_share("See you on Friday, then", runs("I will see you on Friday at noon", 3), 3)
+    (19, 24)
     """
-    grams = {tuple(sent_words[i:i + n]) for i in range(len(sent_words) - n + 1)}
     new = new_text.split()
+    keys = [key(x) for x in new]
     covered = [False] * len(new)
     for i in range(len(new) - n + 1):
-        if tuple(new[i:i + n]) in grams:
+        if tuple(keys[i:i + n]) in grams:
             covered[i:i + n] = [True] * n
     size = [len(w) + 1 for w in new]            # a word and the space (or line break) after it
     return sum(s for s, c in zip(size, covered) if c), sum(size)
@@ -61,12 +73,12 @@ def main() -> None:
             counts = {n: [0, 0] for n in args.n}
             emails = 0
             for persona in group:
-                sent = [w for p in sorted((PERSONAS / persona).glob("sent-*.txt"))
-                        for w in p.read_text(encoding="utf-8").split()]
+                sent = [p.read_text(encoding="utf-8") for p in sorted((PERSONAS / persona).glob("sent-*.txt"))]
+                grams = {n: set().union(*(runs(text, n) for text in sent)) for n in args.n}
                 for path in split_files(persona, split):
                     emails += 1
                     for n in args.n:
-                        s, t = seen_share(path.read_text(encoding="utf-8"), sent, n)
+                        s, t = seen_share(path.read_text(encoding="utf-8"), grams[n], n)
                         counts[n][0] += s
                         counts[n][1] += t
             rows.append([" and ".join(p.title() for p in group), split, emails,
