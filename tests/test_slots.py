@@ -991,16 +991,13 @@ def _own_kinds_library(runtime, vat: bool) -> tuple[Engine, dict[str, int]]:
     """A library with a passport and a gym membership number, kinds of number the slot classifier was
     not trained on, beside a name and an email, and with *vat* a VAT number, a kind it was (values
     invented for the test)."""
-    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
-    add = engine.store.add_chunk
-    ids = {"name": add("Ines Vallejo", "pii", ["My name is", "Name:"], label="name"),
-           "email": add("ines@vallejo-studio.es", "pii", ["My email is", "Email me at"], label="email"),
-           "passport": add("PAB482913", "pii", ["My passport number is", "Passport no.:"], label="passport"),
-           "gym": add("GX-2291-0457", "pii", ["My gym membership number is", "Gym card:"], label="gym membership")}
+    entries = [("name", "Ines Vallejo", ["My name is", "Name:"]),
+               ("email", "ines@vallejo-studio.es", ["My email is", "Email me at"]),
+               ("passport", "PAB482913", ["My passport number is", "Passport no.:"]),
+               ("gym", "GX-2291-0457", ["My gym membership number is", "Gym card:"], "gym membership")]
     if vat:
-        ids["vat"] = add("ESB12345674", "pii", ["My VAT number is", "VAT:"], label="VAT number")
-    engine.refresh()
-    return engine, ids
+        entries.append(("vat", "ESB12345674", ["My VAT number is", "VAT:"], "VAT number"))
+    return _library(runtime, entries)
 
 
 @pytest.fixture(scope="module")
@@ -1081,15 +1078,12 @@ def test_the_threshold_profile_takes_a_number_of_its_own_kind_only_by_its_words(
 def _staff_library(runtime, payroll: bool) -> tuple[Engine, dict[str, int]]:
     """A staff number and a passport number, kinds the slot classifier does not know, beside an email;
     with *payroll* also a payroll number under a label of its own (values invented for the test)."""
-    engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
-    add = engine.store.add_chunk
-    ids = {"email": add("ines@vallejo-studio.es", "pii", ["My email is", "Email me at"], label="email"),
-           "staff": add("4471902", "pii", ["My staff number is", "Staff no.:"], label="staff number"),
-           "passport": add("PAB482913", "pii", ["My passport number is", "Passport no.:"], label="passport")}
+    entries = [("email", "ines@vallejo-studio.es", ["My email is", "Email me at"]),
+               ("staff", "4471902", ["My staff number is", "Staff no.:"], "staff number"),
+               ("passport", "PAB482913", ["My passport number is", "Passport no.:"])]
     if payroll:
-        ids["payroll"] = add("PR-55810", "pii", ["My payroll number is", "Payroll:"], label="payroll number")
-    engine.refresh()
-    return engine, ids
+        entries.append(("payroll", "PR-55810", ["My payroll number is", "Payroll:"], "payroll number"))
+    return _library(runtime, entries)
 
 
 def test_a_number_of_its_own_kind_is_named_by_the_other_names_of_its_kind_of_record(runtime):
@@ -1185,9 +1179,11 @@ def test_a_name_whose_contexts_each_read_surely_is_no_kind_of_its_own(runtime):
 
 
 def _library(runtime, entries) -> tuple[Engine, dict[str, int]]:
-    """An engine on a library of (name, value, contexts) personal values, labelled by name."""
+    """An engine on a library of (name, value, contexts) personal values, labelled by name, or by a
+    fourth item (name, value, contexts, label); name -> chunk id."""
     engine = Engine(runtime=runtime, store=ChunkStore(":memory:"))
-    ids = {name: engine.store.add_chunk(value, "pii", contexts, label=name) for name, value, contexts in entries}
+    ids = {name: engine.store.add_chunk(value, "pii", contexts, label=label[0] if label else name)
+           for name, value, contexts, *label in entries}
     engine.refresh()
     return engine, ids
 
