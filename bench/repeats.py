@@ -17,23 +17,13 @@ Compare with bench/out/keystrokes-*.txt.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import table  # noqa: E402
-
-PERSONAS = Path(__file__).resolve().parent / "data" / "personas"
-
-
-def split_files(persona: str, split: str) -> list[Path]:
-    """The new emails of *persona* that bench/keystrokes.py types on *split* (bench/data/personas/split.json)."""
-    data = json.loads((PERSONAS / "split.json").read_text(encoding="utf-8"))
-    names = data["rhea"][split] if persona == "rhea" else [f for f in data[split] if f.startswith(persona + "/")]
-    return [PERSONAS / name for name in names]
-
+from bench.keystrokes import PERSONAS, emails  # noqa: E402
 
 def key(word: str) -> str:
     """A word as runs compare it: lower-cased, the punctuation around it set aside ("Friday," -> "friday")."""
@@ -71,17 +61,17 @@ def main() -> None:
     for group in (("mara",), ("teo",), ("mara", "teo"), ("rhea",)):
         for split in ("dev", "test"):
             counts = {n: [0, 0] for n in args.n}
-            emails = 0
+            count = 0
             for persona in group:
                 sent = [p.read_text(encoding="utf-8") for p in sorted((PERSONAS / persona).glob("sent-*.txt"))]
                 grams = {n: set().union(*(runs(text, n) for text in sent)) for n in args.n}
-                for path in split_files(persona, split):
-                    emails += 1
+                for email in emails(persona, split):          # what bench/keystrokes.py types
+                    count += 1
                     for n in args.n:
-                        s, t = seen_share(path.read_text(encoding="utf-8"), grams[n], n)
+                        s, t = seen_share(email, grams[n], n)
                         counts[n][0] += s
                         counts[n][1] += t
-            rows.append([" and ".join(p.title() for p in group), split, emails,
+            rows.append([" and ".join(p.title() for p in group), split, count,
                          *(f"{seen / total:.0%}" for seen, total in counts.values())])
     print("share of the new emails' characters inside a run of n words the persona's sent mail holds\n")
     print(table(["persona", "split", "emails", *(f"n = {n}" for n in args.n)], rows))

@@ -134,8 +134,8 @@ def _load_record_names(path: Path = BACKGROUND_FILE.parent / "record_names.json"
     for group in data.get("groups", []):
         # One word each, as content_words reads a sentence: a hyphened "e-ticket" would be "e" and
         # "ticket", and join the groups of every entry that splits so.
-        bag = frozenset(w for name in group.get("words", []) for w in words(name)
-                        if len(w) > 2 and [w] == words(name))
+        split = [words(name) for name in group.get("words", [])]
+        bag = frozenset(ws[0] for ws in split if len(ws) == 1 and len(ws[0]) > 2)
         for w in bag:
             out[w] = out.get(w, frozenset()) | bag
     return out
@@ -824,9 +824,8 @@ class ChunkMatcher(MatchingState):
         """*chunk_id*'s lead-in and label words, and the other names of the kinds of record they name
         (:func:`kin_words`) that none of *others*' words name too: with a "Staff number" and a "Payroll
         number" both stored, "staff" and "payroll" still name each, "personnel" neither."""
-        own = self._chunks[chunk_id]["leads"]
-        theirs = set().union(*(kin_words(self._chunks[k]["leads"]) for k in others))
-        return own | (kin_words(own) - theirs)
+        info = self._chunks[chunk_id]
+        return info["leads"] | info["kin"].difference(*(self._chunks[k]["kin"] for k in others))
 
     @staticmethod
     def _named_at(scope: list[str], said: Iterable[str], recent: bool = False,

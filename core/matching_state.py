@@ -220,8 +220,11 @@ class MatchingState:
             # mislead ("product" in "Product Designer"), and common words like "email" name the field.
             stored = " ".join(c.text for c in chunk.contexts if c.origin != LEARNED)
             own = set(words(f"{stored} {chunk.label or ''} {chunk.text}"))
+            leads = content_words(f"{stored} {chunk.label or ''}")
+            # "kin": its lead words with the other names of the kinds of record they name (matching.kin_words),
+            # read once here rather than at each step that asks which value a clause names.
             self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag,
-                                      "own": own, "leads": content_words(f"{stored} {chunk.label or ''}"),
+                                      "own": own, "leads": leads, "kin": m.kin_words(leads),
                                       "group": speaks_as_we(c.text for c in chunk.contexts)}
             if chunk.kind not in m.REPEATABLE_KINDS:
                 self._own[chunk.id] = chunk.text.strip()
