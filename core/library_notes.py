@@ -37,7 +37,7 @@ def where_it_comes(matcher, chunk_id: int) -> str:
         return "where its contexts match"
     field = matcher.typed_field(chunk_id)
     if matcher.of_own_kind(chunk_id):
-        # The user's own words; the other names of the same kind of record (matching.kin_words) are
+        # The user's own words; the other names of the same kind of record (naming.kin_words) are
         # only mentioned: a list of them ("emp", "pasaporte") would read as noise.
         alone, own = matcher.alone_words(chunk_id), matcher.chunk_info(chunk_id)["leads"]
         named = sorted(alone & own)[:NAMING_SHOWN] or sorted(alone)[:NAMING_SHOWN]

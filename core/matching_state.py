@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .index import VectorIndex
+from .naming import chunk_words, kin_words
 from .slots import features as slot_features, shape_fields
 from .store import DISMISSED, LEARNED, ChunkStore
 from .text import content_words, is_sentence, words, written_words
@@ -209,7 +210,7 @@ class MatchingState:
                        if c.origin == LEARNED and written_words(c.text) and c.id in label_of_context]
             if learned:             # only chunks with some: the map is rebuilt from them at every edit
                 self._chunk_phrases[chunk.id] = learned
-            bag = m.chunk_words((c.text for c in chunk.contexts), chunk.label)
+            bag = chunk_words((c.text for c in chunk.contexts), chunk.label)
             # "own": the words the user gave this chunk in the library (its lead-ins, label and value; unlike
             # "words", not its field's usual words, nor learned contexts: a value taken once after "my personal
             # email is" must not make "personal" the work email's too): what sets it apart from another value
@@ -221,10 +222,10 @@ class MatchingState:
             stored = " ".join(c.text for c in chunk.contexts if c.origin != LEARNED)
             own = set(words(f"{stored} {chunk.label or ''} {chunk.text}"))
             leads = content_words(f"{stored} {chunk.label or ''}")
-            # "kin": its lead words with the other names of the kinds of record they name (matching.kin_words),
+            # "kin": its lead words with the other names of the kinds of record they name (naming.kin_words),
             # read once here rather than at each step that asks which value a clause names.
             self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag,
-                                      "own": own, "leads": leads, "kin": m.kin_words(leads),
+                                      "own": own, "leads": leads, "kin": kin_words(leads),
                                       "group": speaks_as_we(c.text for c in chunk.contexts)}
             if chunk.kind not in m.REPEATABLE_KINDS:
                 self._own[chunk.id] = chunk.text.strip()

@@ -7,7 +7,7 @@ import pytest
 
 from chunkwise.core import whose
 from chunkwise.core import ChunkStore, Engine, GenerationRequest
-from chunkwise.core import matching, slots
+from chunkwise.core import matching, naming, slots
 from chunkwise.core.encoding import ModelStats
 from chunkwise.core.settings import Settings
 from tests.conftest import paper_profile
@@ -485,7 +485,7 @@ def test_a_form_label_keeps_a_value_of_another_field_out(profile_engine, monkeyp
     offered = typed_route_reading(profile_engine, monkeypatch, {ids["email"]: 0.9, ids["address"]: 0.2})
     assert offered("Hi,\n\nInvoice address:") is None
     assert offered("Hi,\n\nContact:") == ids["email"]
-    monkeypatch.setattr(matching, "label_fields", lambda text: None)
+    monkeypatch.setattr(naming, "label_fields", lambda text: None)
     assert offered("Hi,\n\nInvoice address:") == ids["email"]
 
 
@@ -1035,7 +1035,7 @@ def test_a_number_the_classifier_does_not_know_comes_only_where_its_own_words_ar
     caught: the gym number went in after "My tax number is" and "Here is my ID number:", a wrong
     field, beside a stored VAT number (it read as a tax ID and a phone, higher than the VAT number
     itself, whose reading it borrowed).  The words are the sentence's where the clause has none
-    (matching.naming_scope): with the clause's alone, "..., it's" named nothing and nothing came.
+    (naming.naming_scope): with the clause's alone, "..., it's" named nothing and nothing came.
     (Where *which* is None only the numbers the classifier does not know are checked: the VAT number
     after "My tax number is" would be right.)"""
     engine, ids = own_kinds_engine
@@ -1123,17 +1123,16 @@ def test_the_other_names_of_a_record_come_from_one_word_each_and_not_from_a_cont
     an entry of the list that is not one word ("e-ticket") joins no group: split as sentences are, its
     "e" would join every such entry's group, and "ticket" would name a stored e-mail.  Bugs caught: both,
     as the review found them."""
-    from chunkwise.core import matching
 
     path = tmp_path / "names.json"
     path.write_text(json.dumps({"groups": [{"words": ["phone", "whatsapp", "e-mail"]},
                                            {"words": ["eticket", "e-ticket"]},
                                            {"words": ["staff", "personnel"]}]}), encoding="utf-8")
-    names = matching._load_record_names(path)
+    names = naming._load_record_names(path)
     assert "e" not in names and "ticket" not in names and "mail" not in names, names
-    monkeypatch.setattr(matching, "RECORD_NAMES", names)
-    assert "whatsapp" not in matching.kin_words({"phone", "pin"})
-    assert matching.kin_words({"staff", "pin"}) == {"staff", "personnel", "pin"}
+    monkeypatch.setattr(naming, "RECORD_NAMES", names)
+    assert "whatsapp" not in naming.kin_words({"phone", "pin"})
+    assert naming.kin_words({"staff", "pin"}) == {"staff", "personnel", "pin"}
 
 
 @pytest.mark.parametrize("prompt, which", [
