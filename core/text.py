@@ -71,7 +71,9 @@ def current_sentence(text: str, limit: int = 300) -> str:
     return tail[ends[-1].end():] if ends else tail
 
 
-_CLAUSE_MARK = re.compile(r"[,;:\u2013\u2014]|\s-\s|--")
+# What ends a clause inside a sentence: a comma, semicolon, colon or dash (an en or em dash, a spaced
+# hyphen, a double hyphen).  One definition for every reader of clauses (current_clause, whose._segments).
+CLAUSE_MARK = re.compile(r"[,;:\u2013\u2014]|\s-\s|--")
 _BRACKETED = re.compile(r"\([^()]*\)")
 SHORT_NOTE = 2            # words of a bracketed note that names what the clause speaks of
 
@@ -101,7 +103,7 @@ def current_clause(text: str, notes: bool = False) -> str:
     while body != before:                       # inner notes first: "x (a (b) c) is" -> "x   is"
         body, before = _BRACKETED.sub(note, body), body
     body = body.rstrip(" \t\n:,;(\u2013\u2014-")
-    marks = list(_CLAUSE_MARK.finditer(body))
+    marks = list(CLAUSE_MARK.finditer(body))
     return body[marks[-1].end():].rstrip() if marks else body.rstrip()
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from .details import find_details
 from .llama_runtime import LlamaRuntime
 from .slots import LABEL_FIELDS, OTHER_NUMBER_WORDS, label_fields, names_a_number
-from .text import label_line, lead_in
+from .text import CLAUSE_MARK, label_line, lead_in
 
 WRITER, OTHERS = "writer", "others"
 # The model's own continuation of "<text> — that's my|his|her|their|your".  Chosen over " (that is" on
@@ -148,13 +148,12 @@ _DETAIL_WORDS = set(LABEL_FIELDS) | {"number", "no", "name", "details", "dob", "
                                      "mail"}
 _POSSESSIVES = {"my", "our", "his", "her", "their", "your"}
 _DETERMINERS = {"the", "a", "an", "this", "that", "these", "those"}     # a thing named with no owner
-_CLAUSE_BREAK = re.compile(r"[,;:\u2013\u2014]")
 
 
 def _segments(text: str) -> list[list[str]]:
     """The words of the sentence being written (text.lead_in), split where a comma, colon, semicolon or dash
-    ends a clause; the last segment is the cursor's clause (empty right after the mark)."""
-    return [_tokens(part) for part in _CLAUSE_BREAK.split(lead_in(text))]
+    ends a clause (text.CLAUSE_MARK); the last segment is the cursor's clause (empty right after the mark)."""
+    return [_tokens(part) for part in CLAUSE_MARK.split(lead_in(text))]
 
 
 def _closed_aside(segments: list[list[str]]) -> set[int]:

@@ -1307,12 +1307,15 @@ def test_the_threshold_profile_never_shows_taken_what_decoding_does_not_take(run
     ("Happy for you to pass my email on to her, it's", True),       # the clause points back at "my email"
     ("Sure, give my email to your sister, it's", True), ("Sure, give my sister's email to Tom, it's", False),
     ("Please call my dentist, it's", False), ("I booked my room at Premier Inn, it's", False),   # no detail named
+    ("Happy for you to pass my email on to her - it's", True),       # a spaced hyphen ends a clause as a comma does
+    ("You asked for my home address -- that's", True), ("Please call my dentist - it's", False),
 ])
 def test_the_writer_claims_the_value_by_me_or_by_a_thing_of_theirs(text, claimed):
     """Bug caught: only "my" claimed a value against the classifier's someone-else's reading, so "send the
     receipt to me directly at" lost the user's email; and any place's word after "my" gave the value to the
     place, so "the number on my library card is" lost the user's library card number (bench/data/fields
-    dev: f051, f076)."""
+    dev: f051, f076).  And a clause after a spaced hyphen or "--" was read as part of the one before
+    ("my email - it's" pointed back at nothing), where current_clause already split there."""
     assert whose.says_my(text) is claimed
 
 
