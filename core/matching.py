@@ -255,7 +255,8 @@ class _Lexicon:
 
 
 class ChunkMatcher(MatchingState, NamingRules):
-    """Proposes chunks for one model from the in-memory state :class:`MatchingState` keeps current."""
+    """Proposes chunks for one model from the in-memory state :class:`MatchingState` keeps current;
+    which of the user's values their words name is :class:`NamingRules`' (core/naming.py)."""
 
     def __init__(self, stats: ModelStats, threshold: float = DEFAULT_THRESHOLD):
         self.stats = stats

@@ -1,7 +1,8 @@
 """The matcher's in-memory state, built from the store and kept current one edit at a time.
 
-:class:`MatchingState` is the half of :class:`chunkwise.core.matching.ChunkMatcher` that
-reads the store; the other half proposes chunks from it.  ``load`` reads every
+:class:`MatchingState` is the part of :class:`chunkwise.core.matching.ChunkMatcher` that
+reads the store; the rest proposes chunks from it (core/matching.py), the user's words
+deciding which value is named (core/naming.py).  ``load`` reads every
 valid encoding (start, learning, unlock); ``update`` follows an edit of a few
 chunks (the library dialog, a phrase learned while typing, a dismissal) in
 milliseconds at 100k contexts instead of reloading everything (seconds):
@@ -28,7 +29,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .index import VectorIndex
-from .naming import chunk_words, kin_words
+from . import naming
 from .slots import features as slot_features, shape_fields
 from .store import DISMISSED, LEARNED, ChunkStore
 from .text import content_words, is_sentence, words, written_words
@@ -210,7 +211,7 @@ class MatchingState:
                        if c.origin == LEARNED and written_words(c.text) and c.id in label_of_context]
             if learned:             # only chunks with some: the map is rebuilt from them at every edit
                 self._chunk_phrases[chunk.id] = learned
-            bag = chunk_words((c.text for c in chunk.contexts), chunk.label)
+            bag = naming.chunk_words((c.text for c in chunk.contexts), chunk.label)
             # "own": the words the user gave this chunk in the library (its lead-ins, label and value; unlike
             # "words", not its field's usual words, nor learned contexts: a value taken once after "my personal
             # email is" must not make "personal" the work email's too): what sets it apart from another value
@@ -225,7 +226,7 @@ class MatchingState:
             # "kin": its lead words with the other names of the kinds of record they name (naming.kin_words),
             # read once here rather than at each step that asks which value a clause names.
             self._chunks[chunk.id] = {"kind": chunk.kind, "label": chunk.label, "text": chunk.text, "words": bag,
-                                      "own": own, "leads": leads, "kin": kin_words(leads),
+                                      "own": own, "leads": leads, "kin": naming.kin_words(leads),
                                       "group": speaks_as_we(c.text for c in chunk.contexts)}
             if chunk.kind not in m.REPEATABLE_KINDS:
                 self._own[chunk.id] = chunk.text.strip()
@@ -405,7 +406,7 @@ class MatchingState:
 
 
 def _matching():
-    """core.matching, the proposing half: what kinds repeat, what words and scores mean (imported
+    """core.matching, the proposing part: what kinds repeat, what scores mean (imported
     here, not at the top, because it imports this module)."""
     from . import matching
 

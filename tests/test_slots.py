@@ -1123,7 +1123,6 @@ def test_the_other_names_of_a_record_come_from_one_word_each_and_not_from_a_cont
     an entry of the list that is not one word ("e-ticket") joins no group: split as sentences are, its
     "e" would join every such entry's group, and "ticket" would name a stored e-mail.  Bugs caught: both,
     as the review found them."""
-
     path = tmp_path / "names.json"
     path.write_text(json.dumps({"groups": [{"words": ["phone", "whatsapp", "e-mail"]},
                                            {"words": ["eticket", "e-ticket"]},
