@@ -193,14 +193,10 @@ class Placement:
     def after_a_named_thing(self) -> bool:
         """The text ends in a noun phrase that a determiner not the writer's opened
         (text.open_noun_phrase: "...on the staging site", "...to your mailing list", not "...on my
-        mobile", not "...to the number"): the thing is named, and a value right after it would be a bare aside.  Asked after
+        mobile"): the thing is named, and a value right after it would be a bare aside.  Asked after
         the model's own lead word or mark is noted ("I lead the design team" -> " at" -> the company)."""
-        phrase = open_noun_phrase(self._text)
-        if phrase is None or phrase[0] in OWN_DETERMINERS:
-            return False
-        # An article and a word that names a detail is the value's own name, which a value may follow as
-        # an apposition ("you can call me to the number", "quote the reference"): not a thing named.
-        return not (phrase[0] in ARTICLES and len(phrase) == 2 and phrase[1] in whose.DETAIL_WORDS)
+        opened = open_noun_phrase(self._text)
+        return opened is not None and opened not in OWN_DETERMINERS
 
     def reader_named_here(self, proposal: Proposal) -> bool:
         """The user's name where the text greets or thanks someone on this line ("Thanks" + name,

@@ -243,16 +243,16 @@ def last_determiner(text: str) -> str | None:
 NOUN_PHRASE_WORDS = 4    # content words after a determiner that still read as the noun phrase it opened
 
 
-def open_noun_phrase(text: str) -> list[str] | None:
-    """The noun phrase the text ends in, as its words (lower case, the determiner first): the clause's
-    last determiner, followed by one to NOUN_PHRASE_WORDS content words and nothing after the last of
-    them (no mark, no line break); None otherwise.  "...a pre-order page to the Bramble & Co site"
-    ends in a thing already named, where "The number is" or "the number below:" lead into a value.
+def open_noun_phrase(text: str) -> str | None:
+    """The determiner of the noun phrase the text ends in: the clause's last determiner, followed by one to
+    NOUN_PHRASE_WORDS content words and nothing after the last of them (no mark, no line break); None
+    otherwise.  "...a pre-order page to the Bramble & Co site" ends in a thing already named, so a
+    value would be a bare aside, where "The number is" or "the number below:" lead into one.
 
     >>> open_noun_phrase("I'll put a draft on the staging site"), open_noun_phrase("The number is")
-    (['the', 'staging', 'site'], None)
+    ('the', None)
     >>> open_noun_phrase("Ring the number below:"), open_noun_phrase("Try my mobile"), open_noun_phrase("on the")
-    (None, ['my', 'mobile'], None)
+    (None, 'my', None)
     """
     tail = text.rstrip(" \t")
     if not tail or not (tail[-1].isalnum()):
@@ -262,7 +262,7 @@ def open_noun_phrase(text: str) -> list[str] | None:
     after = tokens[at + 1:]
     if at < 0 or not 1 <= len(after) <= NOUN_PHRASE_WORDS or any(t in FUNCTION_WORDS for t in after):
         return None
-    return tokens[at:]
+    return tokens[at]
 
 PHRASE_WORDS = 12    # at most this many words before a value make a learned context
 

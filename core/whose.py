@@ -143,7 +143,7 @@ _LINKING = {"is", "was", "will", "be", "should", "would"}        # "it should be
 _SUBJECTS = {"he", "she", "he's", "she's", "he'll", "she'll", "he'd", "she'd"}
 # Words that name a detail, the thing a pointing clause may stand for ("my email, it's"): not a person or a
 # place ("my dentist, it's", "my aunt's, it's": theirs), not "contact" ("my point of contact, it's").
-DETAIL_WORDS = set(LABEL_FIELDS) | {"number", "no", "name", "details", "dob", "birthday", "birth", "ni", "reference",
+_DETAIL_WORDS = set(LABEL_FIELDS) | {"number", "no", "name", "details", "dob", "birthday", "birth", "ni", "reference",
                                      "ref", "id", "account", "profile", "handle", "username", "site", "page", "code",
                                      "mail"}
 _POSSESSIVES = {"my", "our", "his", "her", "their", "your"}
@@ -196,7 +196,7 @@ def _pointed_at(segments: list[list[str]]) -> tuple[list[str], int, int] | None:
     possessive with no word after it ("on to her", "at my aunt's") or another's after a word of where a
     thing goes ("to your sister", _GOES_TO) names who gets it, not what; an article names a thing of no
     one's.  The thing runs to the next word of where it goes ("my email" in "my email on to her") and
-    must name a detail (DETAIL_WORDS: "my dentist, it's" points at the dentist)."""
+    must name a detail (_DETAIL_WORDS: "my dentist, it's" points at the dentist)."""
     last = segments[-1]
     if len(segments) < 2 or not last or last[0] not in _POINTING or not set(last) <= _POINTING | _LINKING:
         return None
@@ -209,7 +209,7 @@ def _pointed_at(segments: list[list[str]]) -> tuple[list[str], int, int] | None:
         return None
     k = marks[-1]
     end = next((j for j in range(k + 1, len(seg)) if seg[j] in _GOES_TO), len(seg))
-    return (seg, k, end) if DETAIL_WORDS.intersection(seg[k + 1: end]) else None
+    return (seg, k, end) if _DETAIL_WORDS.intersection(seg[k + 1: end]) else None
 
 
 def _is_possessive(token: str, following: str | None) -> bool:

@@ -74,8 +74,7 @@ def test_no_value_after_a_noun_phrase_someone_elses_determiner_opened(judge):
     """Bug caught: the user's website after "...I'll put a draft on the staging site" and their email
     after "...It now connects to your mailing list" (bench/prose.py, dev): the text ends in a thing
     already named, and the value would be a bare aside.  Where a word leads on from it ("is at", a
-    colon), the phrase is the writer's own ("on my mobile") or an article and a detail's own name ("to
-    the number"), the value still goes in."""
+    colon) or the phrase is the writer's own ("on my mobile"), the value still goes in."""
     for text in ("Hi Jo,\n\nI'll put a draft on the staging site", "Hi Jo,\n\nIt now connects to your mailing list",
                  "Hi Jo,\n\nHave a click around on your phone"):
         for field in ("email", "website", "name"):
@@ -83,10 +82,6 @@ def test_no_value_after_a_noun_phrase_someone_elses_determiner_opened(judge):
     for text in ("Hi Jo,\n\nThe staging site is at", "Hi Jo,\n\nThe address for the staging site:",
                  "Hi Jo,\n\nAny questions, ping me on my mobile"):
         assert judge(text, "website", logits=False), text
-    # An article and the name of a detail: the value may follow as an apposition (paper dev d038,
-    # "Please, you can call to me to the number", lost its phone to the first version of the rule).
-    assert judge("Hi Jo,\n\nIf it's urgent, write to me at the address", "email", logits=False)
-    assert not judge("Hi Jo,\n\nIf it's urgent, write to me at the contact", "email", logits=False)
 
 def test_no_value_where_the_model_is_sure_the_words_go_on(judge, runtime):
     """Bug caught: "Please let me" + the user's phone or email, "As part" + their name (bench/prose.py:
