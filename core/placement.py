@@ -14,7 +14,7 @@ import numpy as np
 from . import whose
 from .matching import Proposal
 from .sampling import token_probability
-from .text import ARTICLES, DETERMINERS, OWN_DETERMINERS, at_clause_start, is_sentence, last_determiner, open_noun_phrase
+from .text import ARTICLES, DETERMINERS, at_clause_start, is_sentence, last_determiner
 
 LEAD_IN_WORDS = 0         # words the model may write before one of the user's values: none (but see LEAD_WORDS). After words the model
                           # added (" the", "'m"), the probe and classifier judge the model's sentence, not the
@@ -68,9 +68,8 @@ class Placement:
           :meth:`begun_by_hand`, any chunk of the user's, learned or not);
         - for a value (not a learned one, not a snippet sentence): not after a determiner
           (:meth:`after_determiner`), not the user's name after a greeting on its line or on or
-          below a salutation line (:meth:`reader_named_here`), not where the model (*logits*,
-          this step's) is sure the words go on (:meth:`words_go_on`), and not right after a thing
-          someone else's determiner named (:meth:`after_a_named_thing`).
+          below a salutation line (:meth:`reader_named_here`), and not where the model (*logits*,
+          this step's) is sure the words go on (:meth:`words_go_on`).
         """
         if not self.own_chunks_fit() or self.begun_by_hand(proposal):
             return False
@@ -95,8 +94,6 @@ class Placement:
             word = self.top_word(logits)
             if not self.past_cursor() and word.strip().lower() in LEAD_WORDS:
                 self._lead_word = (proposal.chunk_id, word)  # the value may come after the model's word instead
-            return False
-        if self.after_a_named_thing():
             return False
         if self.a_places_detail(proposal):
             return False                             # the words, not a reading: the next value is judged afresh
@@ -189,14 +186,6 @@ class Placement:
         but a job title may follow an article ("I'm a", "I'm the")."""
         word = last_determiner(self._text)
         return word is not None and not (self.field_of(proposal) == "job_title" and word in ARTICLES)
-
-    def after_a_named_thing(self) -> bool:
-        """The text ends in a noun phrase that a determiner not the writer's opened
-        (text.open_noun_phrase: "...on the staging site", "...to your mailing list", not "...on my
-        mobile"): the thing is named, and a value right after it would be a bare aside.  Asked after
-        the model's own lead word or mark is noted ("I lead the design team" -> " at" -> the company)."""
-        opened = open_noun_phrase(self._text)
-        return opened is not None and opened not in OWN_DETERMINERS
 
     def reader_named_here(self, proposal: Proposal) -> bool:
         """The user's name where the text greets or thanks someone on this line ("Thanks" + name,

@@ -189,7 +189,6 @@ def opens_paragraph(text: str) -> bool:
 # ("...sends new subscribers a", "...a pre-order page to the"); after an article, a job title can
 # ("I'm a", "I'm the").
 ARTICLES = frozenset({"a", "an", "the"})
-OWN_DETERMINERS = frozenset({"my", "our"})     # the writer's (or their business's) own
 DETERMINERS = ARTICLES | {"my", "your", "our", "his", "her", "their", "its", "this", "these", "those",
                           "each", "every", "some", "any"}
 
@@ -238,31 +237,6 @@ def last_determiner(text: str) -> str | None:
     word = m.group(1).lower() if m else None
     return word if word in DETERMINERS else None
 
-
-
-NOUN_PHRASE_WORDS = 4    # content words after a determiner that still read as the noun phrase it opened
-
-
-def open_noun_phrase(text: str) -> str | None:
-    """The determiner of the noun phrase the text ends in: the clause's last determiner, followed by one to
-    NOUN_PHRASE_WORDS content words and nothing after the last of them (no mark, no line break); None
-    otherwise.  "...a pre-order page to the Bramble & Co site" ends in a thing already named, so a
-    value would be a bare aside, where "The number is" or "the number below:" lead into one.
-
-    >>> open_noun_phrase("I'll put a draft on the staging site"), open_noun_phrase("The number is")
-    ('the', None)
-    >>> open_noun_phrase("Ring the number below:"), open_noun_phrase("Try my mobile"), open_noun_phrase("on the")
-    (None, 'my', None)
-    """
-    tail = text.rstrip(" \t")
-    if not tail or not (tail[-1].isalnum()):
-        return None
-    tokens = _WORD_RE.findall(current_clause(tail).lower())
-    at = max((i for i, t in enumerate(tokens) if t in DETERMINERS), default=-1)
-    after = tokens[at + 1:]
-    if at < 0 or not 1 <= len(after) <= NOUN_PHRASE_WORDS or any(t in FUNCTION_WORDS for t in after):
-        return None
-    return tokens[at]
 
 PHRASE_WORDS = 12    # at most this many words before a value make a learned context
 

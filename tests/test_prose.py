@@ -69,20 +69,6 @@ def test_no_value_after_a_determiner_but_a_job_title_after_an_article(judge):
     assert not judge("Hi Jo,\n\nIt connects straight to your", "job_title", logits=False)  # not after "your"
 
 
-
-def test_no_value_after_a_noun_phrase_someone_elses_determiner_opened(judge):
-    """Bug caught: the user's website after "...I'll put a draft on the staging site" and their email
-    after "...It now connects to your mailing list" (bench/prose.py, dev): the text ends in a thing
-    already named, and the value would be a bare aside.  Where a word leads on from it ("is at", a
-    colon) or the phrase is the writer's own ("on my mobile"), the value still goes in."""
-    for text in ("Hi Jo,\n\nI'll put a draft on the staging site", "Hi Jo,\n\nIt now connects to your mailing list",
-                 "Hi Jo,\n\nHave a click around on your phone"):
-        for field in ("email", "website", "name"):
-            assert not judge(text, field, logits=False), (text, field)
-    for text in ("Hi Jo,\n\nThe staging site is at", "Hi Jo,\n\nThe address for the staging site:",
-                 "Hi Jo,\n\nAny questions, ping me on my mobile"):
-        assert judge(text, "website", logits=False), text
-
 def test_no_value_where_the_model_is_sure_the_words_go_on(judge, runtime):
     """Bug caught: "Please let me" + the user's phone or email, "As part" + their name (bench/prose.py:
     the model gives " know" 0.93 and " of" 1.0 there).  Where the model expects an article, a pronoun
