@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import table  # noqa: E402
 from bench.keystrokes import PERSONAS, emails  # noqa: E402
 
+
 def key(word: str) -> str:
     """A word as runs compare it: lower-cased, the punctuation around it set aside ("Friday," -> "friday")."""
     return word.strip(".,;:!?\"'()[]").lower()

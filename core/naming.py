@@ -135,8 +135,8 @@ class NamingRules:
         reads them alike; the user's own words for each tell them apart: the sentence's words
         (IDF-weighted) among the words that set each one apart from the others (of its stored lead-ins,
         its label and its value: "work", "personal", "mobile", "gmail"; not words common in any email,
-        :meth:`chunkwise.core.matching._Lexicon.common`, "my", "me", "at", which say nothing of which).  Where those say nothing
-        or tie, the classifier's order stands.  (The model's state against each one's stored contexts
+        :meth:`chunkwise.core.matching._Lexicon.common`, "my", "me", "at", which say nothing of which).
+        Where those say nothing or tie, the classifier's order stands.  (The model's state against each one's stored contexts
         was tried as the tie-break and read "My cell is" nearer "My office number is" than "My
         mobile is": both say a phone number comes, not whose.)
 

@@ -157,8 +157,8 @@ def _segments(text: str) -> list[list[str]]:
 
 
 def _closed_aside(segments: list[list[str]]) -> set[int]:
-    """The positions (in the tokens of all *segments*, the sentence split at its clause marks, text.CLAUSE_MARK) of the subject
-    (_SUBJECTS) of a clause of time or condition right after the writer as its verb's object ("phone me
+    """The positions (in the tokens of all *segments*, the sentence split at its clause marks,
+    text.CLAUSE_MARK) of the subject (_SUBJECTS) of a clause of time or condition right after the writer as its verb's object ("phone me
     when he arrives", "call me back once she lands"), in a segment closed before the last one, the
     cursor's clause (with words).  Not after anyone else ("I rang Sarah when she was at work, on")."""
     inside, at = set(), 0
